@@ -1,0 +1,372 @@
+"""Typed, frozen run configuration: defaults, TOML files, dotted overrides, validation, stable hash.
+
+Precedence (lowest first): dataclass defaults, then a TOML file, then ``--set key=value`` overrides.
+Every unknown key, wrong type or out-of-range value raises :class:`ConfigError`, whose message names
+the dotted field and what is allowed; the CLI turns it into one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+
+class ConfigError(ValueError):
+    """A config value is unknown, mistyped or out of range; the message names the field."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Task configs (one per task family; `task.name` selects the class)
+
+
+@dataclass(frozen=True)
+class CompositeTaskConfig:
+    """P1 composite anchor task (SPEC §I.1-I.2). Defaults are the paper's."""
+
+    name: Literal["composite"] = "composite"
+    anchors: tuple[int, ...] = (1, 2, 3, 4)
+    shifts: tuple[int, ...] = (5, 1, -2, -8)  # g(x; a) = x + shift[a]
+    key_min: int = 20  # keys and noise are uniform on key_min..key_max (inclusive)
+    key_max: int = 99
+    seq_len: int = 9
+    split_modulus: int = 9  # test-type key <=> key % split_modulus == key position (code: 9; text: n-2 = 7)
+    data_size: int = 900_000  # nominal size: each group has ceil(data_size * weight / (n_pairs * sum(weights)))
+    test_key_weight: int = 1
+    train_key_weight: int = 9
+    # (a1, a2, shift): pairs whose mapping is *not* the composition, e.g. (3,4) -> x-6
+    non_inferential: tuple[tuple[int, ...], ...] = ((3, 4, -6),)
+    held_out: tuple[tuple[int, ...], ...] = ((4, 3),)  # pairs never in training
+    probe_pair: tuple[int, ...] = (4, 3)  # the unseen pair whose inferential/symmetric accuracy is reported
+    vocab_size: int = 201
+
+    def validate(self) -> None:
+        anchors = set(self.anchors)
+        _check(len(self.anchors) >= 2 and len(anchors) == len(self.anchors), "task.anchors",
+               "at least two distinct positive integers")
+        _check(all(a > 0 for a in self.anchors), "task.anchors", "positive integers (token 0 is reserved)")
+        _check(len(self.shifts) == len(self.anchors), "task.shifts",
+               f"one shift per anchor ({len(self.anchors)} values)")
+        _check(0 < self.key_min <= self.key_max, "task.key_min", "0 < key_min <= key_max")
+        _check(not any(self.key_min <= a <= self.key_max for a in self.anchors), "task.anchors",
+               f"anchors outside the key range {self.key_min}..{self.key_max}")
+        _check(self.seq_len >= 3, "task.seq_len", "an integer >= 3 (a key and an anchor pair must fit)")
+        _check(self.split_modulus >= self.seq_len - 2, "task.split_modulus",
+               f"an integer >= seq_len - 2 = {self.seq_len - 2} (every key position needs test keys)")
+        _check(self.data_size > 0, "task.data_size", "a positive integer")
+        _check(self.test_key_weight >= 0 and self.train_key_weight > 0, "task.train_key_weight",
+               "train_key_weight > 0 and test_key_weight >= 0")
+        for triple in self.non_inferential:
+            _check(len(triple) == 3 and triple[0] in anchors and triple[1] in anchors, "task.non_inferential",
+                   f"[a1, a2, shift] triples with a1, a2 in the anchor set {sorted(anchors)}")
+        for pair in (*self.held_out, self.probe_pair):
+            _check(len(pair) == 2 and pair[0] in anchors and pair[1] in anchors, "task.held_out",
+                   f"[a1, a2] pairs with a1, a2 in the anchor set {sorted(anchors)}")
+        _check(self.probe_pair in self.held_out, "task.probe_pair", f"one of task.held_out {list(self.held_out)}")
+        lo = self.key_min + min(self._pair_shifts()) if self.anchors else 0
+        hi = self.key_max + max(self._pair_shifts()) if self.anchors else 0
+        _check(lo >= 0 and hi < self.vocab_size, "task.vocab_size",
+               f"an integer > {hi} so that every label ({lo}..{hi}) is a token")
+
+    def _pair_shifts(self) -> list[int]:
+        d = dict(zip(self.anchors, self.shifts))
+        special = {(t[0], t[1]): t[2] for t in self.non_inferential}
+        return [special.get((a, b), d[a] + d[b]) for a in self.anchors for b in self.anchors]
+
+
+TASK_CONFIGS: dict[str, type] = {"composite": CompositeTaskConfig}
+
+
+# --------------------------------------------------------------------------------------------------
+# Model / init / train / seeds
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Decoder-only Transformer (SPEC §I.3). Defaults are P1's paper sizes (2,732,201 parameters)."""
+
+    name: Literal["gpt"] = "gpt"
+    d_model: int = 400
+    n_heads: int = 1
+    d_head: int = 200  # d_k = d_v
+    d_mlp: int = 1200
+    n_layers: int = 2
+    n_ctx: int = 20  # rows of W_pos; the authors allocate 20 positions and use 0..seq_len-1
+    norm: Literal["post", "pre"] = "post"
+    act: Literal["relu", "gelu", "tanh"] = "relu"
+    ln_eps: float = 1e-5
+
+    def validate(self) -> None:
+        for f in ("d_model", "n_heads", "d_head", "d_mlp", "n_layers", "n_ctx"):
+            _check(getattr(self, f) > 0, f"model.{f}", "a positive integer")
+        _check(self.ln_eps > 0, "model.ln_eps", "a positive float")
+
+
+INIT_ROLES = ("embed", "pos_embed", "attn_in", "attn_out", "mlp_in", "mlp_out", "unembed")
+
+
+@dataclass(frozen=True)
+class InitConfig:
+    """γ-initialization: every weight ~ N(0, std = d_in^-γ) (SPEC §I.4)."""
+
+    gamma: float = 0.5
+    # "paper": the authors' d_in table (embeddings use d_model); "fan_in": true input dimension everywhere
+    convention: Literal["paper", "fan_in"] = "paper"
+    role_gamma: dict[str, float] = field(default_factory=dict)  # per-role γ overrides, e.g. {"embed": 0.5}
+
+    def validate(self) -> None:
+        _check(self.gamma > 0, "init.gamma", "a float > 0 (std = d_in^-gamma; larger gamma = smaller init)")
+        for role, g in self.role_gamma.items():
+            _check(role in INIT_ROLES, "init.role_gamma", f"keys in {list(INIT_ROLES)}")
+            _check(g > 0, f"init.role_gamma.{role}", "a float > 0")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation (SPEC §I.5): AdamW, clip 1, per-step warm-up from lr to lr*lr_multiplier, cosine to lr_min."""
+
+    epochs: int = 210
+    batch_size: int = 2048
+    lr: float = 1e-5  # base LR (start of warm-up)
+    lr_multiplier: float = 25.0  # peak LR = lr * lr_multiplier (C-book re-runs: 20)
+    schedule: Literal["warmup_cosine", "constant"] = "warmup_cosine"
+    warmup_epochs: float = 10.0
+    cosine_epochs: float = 200.0
+    lr_min: float = 1e-5  # end of the cosine
+    weight_decay: float = 0.01
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-8
+    grad_clip: float = 1.0  # global grad-norm; 0 disables
+    drop_last: bool = True
+    eval_every: int = 3  # epochs between evaluations (also after the last epoch and at step 0)
+    eval_batch_size: int = 8192
+    checkpoint_every: int = 20  # epochs between kept checkpoints (step 0 and the last are always kept)
+    resume_every: int = 1  # epochs between resume states (model + optimizer)
+    early_stop_loss: float = 0.0  # stop when the epoch's train loss falls below this (C-cc: 1e-7); 0 = never
+    prune_last: bool = True  # compute only the scored last position in the final layer (exact)
+    precision: Literal["fp32", "bf16"] = "fp32"
+    device: str = "auto"  # "auto" = cuda if available else cpu
+    threads: int = 0  # CPU intra-op threads; 0 = all cores
+
+    def validate(self) -> None:
+        for f in ("epochs", "batch_size", "eval_every", "eval_batch_size", "checkpoint_every", "resume_every"):
+            _check(getattr(self, f) > 0, f"train.{f}", "a positive integer")
+        for f in ("lr", "lr_min"):
+            _check(getattr(self, f) > 0, f"train.{f}", "a positive float")
+        _check(self.lr_multiplier >= 1, "train.lr_multiplier", "a float >= 1 (peak = lr * lr_multiplier)")
+        _check(self.warmup_epochs >= 0 and self.cosine_epochs > 0, "train.cosine_epochs",
+               "warmup_epochs >= 0 and cosine_epochs > 0")
+        _check(self.weight_decay >= 0, "train.weight_decay", "a float >= 0")
+        _check(0 <= self.beta1 < 1 and 0 <= self.beta2 < 1, "train.beta1", "betas in [0, 1)")
+        _check(self.grad_clip >= 0, "train.grad_clip", "a float >= 0 (0 disables clipping)")
+        _check(self.threads >= 0, "train.threads", "an integer >= 0 (0 = all cores)")
+        _check(self.device == "auto" or self.device.split(":")[0] in ("cpu", "cuda", "mps"), "train.device",
+               "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
+
+
+@dataclass(frozen=True)
+class SeedConfig:
+    """Separate seeds: data (the dataset), init (the weights), train (batch order)."""
+
+    data_seed: int = 1
+    init_seed: int = 1
+    train_seed: int = 1
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    task: CompositeTaskConfig = field(default_factory=CompositeTaskConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    init: InitConfig = field(default_factory=InitConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    seeds: SeedConfig = field(default_factory=SeedConfig)
+
+    def validate(self) -> RunConfig:
+        for part in (self.task, self.model, self.init, self.train):
+            part.validate()
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_plain(dataclasses.asdict(self))
+
+    def run_id(self) -> str:
+        """Stable short hash of the fully resolved config (names run directories)."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def replace(self, **dotted: Any) -> RunConfig:
+        """A copy with dotted overrides applied, e.g. ``cfg.replace(**{"init.gamma": 0.8})``."""
+        d = self.to_dict()
+        for k, v in dotted.items():
+            _set_dotted(d, k, v)
+        return from_dict(d)
+
+
+# --------------------------------------------------------------------------------------------------
+# Loading, overriding, validating
+
+
+def _check(ok: bool, field_name: str, allowed: str) -> None:
+    if not ok:
+        raise ConfigError(f"{field_name}: allowed values are {allowed}")
+
+
+def _to_plain(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _to_plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_to_plain(v) for v in x]
+    return x
+
+
+def _set_dotted(d: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = d
+    for p in parts[:-1]:
+        if not isinstance(node.get(p), dict):
+            raise ConfigError(f"{key}: unknown config key (no section '{p}')")
+        node = node[p]
+    node[parts[-1]] = value
+
+
+def _coerce(value: Any, tp: Any, name: str) -> Any:
+    """Check `value` against the annotation `tp`, converting lists to tuples and ints to floats."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{name}: got {value!r}; allowed values are {', '.join(map(repr, args))}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        for a in args:
+            try:
+                return _coerce(value, a, name)
+            except ConfigError:
+                pass
+        raise ConfigError(f"{name}: got {value!r}; expected {tp}")
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{name}: got {value!r}; expected a list")
+        elem = args[0]
+        return tuple(_coerce(v, elem, f"{name}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{name}: got {value!r}; expected a table of {args[0].__name__} -> {args[1].__name__}")
+        return {str(k): _coerce(v, args[1], f"{name}.{k}") for k, v in value.items()}
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name}: got {value!r}; expected true or false")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{name}: got {value!r}; expected an integer")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{name}: got {value!r}; expected a number")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{name}: got {value!r}; expected a string")
+        return value
+    raise TypeError(f"unsupported annotation {tp} for {name}")
+
+
+def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        raise ConfigError(f"{prefix}{unknown[0]}: unknown config key; allowed keys in "
+                          f"'{prefix.rstrip('.') or 'top level'}' are {', '.join(sorted(fields))}")
+    kwargs = {}
+    for k, v in data.items():
+        tp = hints[k]
+        if dataclasses.is_dataclass(tp):
+            if not isinstance(v, dict):
+                raise ConfigError(f"{prefix}{k}: expected a table")
+            kwargs[k] = _build(tp, v, f"{prefix}{k}.")
+        else:
+            kwargs[k] = _coerce(v, tp, f"{prefix}{k}")
+    return cls(**kwargs)
+
+
+def from_dict(d: dict[str, Any]) -> RunConfig:
+    """Build and validate a RunConfig from nested plain data (as in config.json or TOML)."""
+    d = dict(d)
+    unknown = sorted(set(d) - {f.name for f in dataclasses.fields(RunConfig)})
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown config key; allowed sections are task, model, init, train, seeds")
+    task = d.pop("task", {}) or {}
+    if not isinstance(task, dict):
+        raise ConfigError("task: expected a table")
+    name = task.get("name", "composite")
+    if name not in TASK_CONFIGS:
+        raise ConfigError(f"task.name: got {name!r}; allowed values are {', '.join(map(repr, TASK_CONFIGS))}")
+    kw: dict[str, Any] = {"task": _build(TASK_CONFIGS[name], task, "task.")}
+    for sec in ("model", "init", "train", "seeds"):
+        if sec in d:
+            if not isinstance(d[sec], dict):
+                raise ConfigError(f"{sec}: expected a table")
+            tp = typing.get_type_hints(RunConfig)[sec]
+            kw[sec] = _build(tp, d[sec], f"{sec}.")
+    return RunConfig(**kw).validate()
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """'train.lr=3e-4' -> ('train.lr', 3e-4). Values are parsed as TOML, falling back to a bare string."""
+    if "=" not in item:
+        raise ConfigError(f"--set {item}: expected key=value, e.g. init.gamma=0.8")
+    key, raw = item.split("=", 1)
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.strip(), value
+
+
+def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Recursive dict merge: tables merge, everything else is replaced."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML config; a top-level ``base = "other.toml"`` (relative to this file) is merged first."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config: file {str(path)!r} does not exist")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config: {path} is not valid TOML ({e})") from None
+    base = data.pop("base", None)
+    if base is not None:
+        data = merge(read_toml(path.parent / base), data)
+    return data
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    """Defaults <- TOML file <- dotted overrides; validated."""
+    d = RunConfig().to_dict()
+    if path is not None:
+        data = read_toml(path)
+        # A file that changes the task family starts from that family's defaults.
+        if "task" in data and data["task"].get("name", "composite") != d["task"]["name"]:
+            d["task"] = {}
+        d = merge(d, data)
+    for item in overrides:
+        key, value = parse_override(item)
+        if key == "task.name" and value != d["task"].get("name"):
+            d["task"] = {"name": value}
+        else:
+            _set_dotted(d, key, value)
+    return from_dict(d)

@@ -1,0 +1,82 @@
+"""Scoring a model on a task's full dataset: per-row predictions, then per-group and headline metrics.
+
+Pure: tensors and arrays in, plain dicts out; no I/O. Shared by training and analysis.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from anchorlab.tasks.base import TaskData
+
+
+@torch.no_grad()
+def predict(model: nn.Module, inputs: Tensor, targets: Tensor, batch_size: int = 8192,
+            autocast_dtype: torch.dtype | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(argmax prediction, cross-entropy loss) of the last position for every row, as numpy arrays."""
+    was_training = model.training
+    model.eval()
+    preds, losses = [], []
+    for i in range(0, len(inputs), batch_size):
+        x, y = inputs[i:i + batch_size], targets[i:i + batch_size]
+        with torch.autocast(x.device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            logits = model(x, last_only=True)[:, -1]
+        logits = logits.float()
+        preds.append(logits.argmax(-1))
+        losses.append(F.cross_entropy(logits, y, reduction="none"))
+    model.train(was_training)
+    return torch.cat(preds).cpu().numpy(), torch.cat(losses).cpu().numpy()
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(x.mean()) if len(x) else float("nan")
+
+
+def composite_metrics(data: TaskData, task_cfg: Any, pred: np.ndarray, loss: np.ndarray) -> dict[str, Any]:
+    """P1 metrics (SPEC §I.6) from per-row predictions and losses.
+
+    Seen pairs: accuracy with train-type keys (``seen_train_acc``) and test-type keys (``seen_test_acc``).
+    Probe pair (default (4,3), held out): inferential accuracy (prediction = key + shift(a1) + shift(a2))
+    and symmetric accuracy (prediction = the reversed pair's designated answer), per key type
+    (``_xel`` train-type, ``_xm0`` test-type) and pooled; and the deviation histogram
+    {prediction - inferential answer: fraction}.
+    """
+    from anchorlab.tasks.composite import inferential_shift, symmetric_shift
+
+    correct = pred == data.targets
+    held, key_test, pair, key = data.extra["held_out"], data.extra["key_is_test"], data.extra["pair"], data.extra["key"]
+    a1, a2 = task_cfg.probe_pair
+    probe = (pair[:, 0] == a1) & (pair[:, 1] == a2)
+    inf_ans = key + inferential_shift(task_cfg, a1, a2)
+    sym_ans = key + symmetric_shift(task_cfg, a1, a2)
+    m: dict[str, Any] = {
+        "train_loss": _mean(loss[data.in_train]),
+        "seen_train_acc": _mean(correct[~held & ~key_test]),
+        "seen_test_acc": _mean(correct[~held & key_test]),
+        "seen_test_loss": _mean(loss[~held & key_test]),
+        "unseen_loss": _mean(loss[probe]),  # against the stored (inferential) label
+    }
+    for suffix, rows in (("", probe), ("_xel", probe & ~key_test), ("_xm0", probe & key_test)):
+        m[f"unseen_inferential_acc{suffix}"] = _mean(pred[rows] == inf_ans[rows])
+        m[f"unseen_symmetric_acc{suffix}"] = _mean(pred[rows] == sym_ans[rows])
+    dev = Counter((pred[probe] - inf_ans[probe]).tolist())
+    n = max(int(probe.sum()), 1)
+    m["unseen_deviation"] = {str(k): v / n for k, v in sorted(dev.items(), key=lambda kv: -kv[1])[:12]}
+    m["group_acc"] = {name: _mean(correct[data.group == g]) for g, name in enumerate(data.group_names)}
+    return m
+
+
+TASK_METRICS = {"composite": composite_metrics}
+
+
+def evaluate(model: nn.Module, data: TaskData, inputs: Tensor, targets: Tensor, task_cfg: Any,
+             batch_size: int = 8192, autocast_dtype: torch.dtype | None = None) -> dict[str, Any]:
+    """All metrics of ``task_cfg``'s family on the full dataset (``inputs``/``targets``: device copies)."""
+    pred, loss = predict(model, inputs, targets, batch_size, autocast_dtype)
+    return TASK_METRICS[task_cfg.name](data, task_cfg, pred, loss)

@@ -1,0 +1,46 @@
+"""HookPoint identity modules and ``run_with_cache``: the named window into a model's activations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+from torch import Tensor, nn
+
+
+class HookPoint(nn.Module):
+    """Identity; a stable, named place where an activation can be read (``model.hook_names()``)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+def hook_names(model: nn.Module) -> list[str]:
+    """Dotted names of every HookPoint, in forward order (e.g. ``blocks.0.attn.hook_pattern``)."""
+    return [name for name, m in model.named_modules() if isinstance(m, HookPoint)]
+
+
+@torch.no_grad()
+def run_with_cache(model: nn.Module, *args, names: Iterable[str] | None = None,
+                   **kwargs) -> tuple[Tensor, dict[str, Tensor]]:
+    """Run ``model(*args, **kwargs)`` and return (output, {hook name: activation}), detached.
+
+    ``names`` restricts the cache; unknown names raise ``KeyError`` listing the valid ones.
+    """
+    all_names = hook_names(model)
+    wanted = set(all_names) if names is None else set(names)
+    unknown = wanted - set(all_names)
+    if unknown:
+        raise KeyError(f"unknown hook names {sorted(unknown)}; valid: {all_names}")
+    cache: dict[str, Tensor] = {}
+    handles = []
+    for name, m in model.named_modules():
+        if name in wanted:
+            handles.append(m.register_forward_hook(
+                lambda _m, _inp, out, name=name: cache.__setitem__(name, out.detach())))
+    try:
+        out = model(*args, **kwargs)
+    finally:
+        for h in handles:
+            h.remove()
+    return out, {n: cache[n] for n in all_names if n in cache}

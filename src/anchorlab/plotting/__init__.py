@@ -1,0 +1,1 @@
+"""Figures from arrays and tables: no torch, no file reading, no training."""

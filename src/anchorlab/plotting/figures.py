@@ -1,0 +1,54 @@
+"""plot_* functions: arrays or row dicts in, a matplotlib Figure out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from anchorlab.plotting.style import COLORS, plt, style
+
+
+def plot_unseen_over_training(curves: Sequence[dict[str, Any]], title: str = "") -> Figure:
+    """Held-out-pair accuracy over training, one panel per γ, one line per seed.
+
+    Each curve: ``{"gamma", "std", "seed", "epoch": [...], "inferential": [...], "symmetric": [...],
+    "seen_test": [...]}``.
+    """
+    gammas = sorted({c["gamma"] for c in curves})
+    with style():
+        fig, axes = plt.subplots(1, len(gammas), figsize=(3.3 * len(gammas), 2.9), sharey=True, squeeze=False)
+        for ax, g in zip(axes[0], gammas):
+            group = [c for c in curves if c["gamma"] == g]
+            for i, c in enumerate(group):
+                label = (lambda s: s) if i == 0 else (lambda s: None)
+                ax.plot(c["epoch"], c["inferential"], color=COLORS["inferential"], lw=1.4,
+                        label=label("inferential (4,3)→x−10"))
+                ax.plot(c["epoch"], c["symmetric"], color=COLORS["symmetric"], lw=1.4,
+                        label=label("symmetric (4,3)→x−6"))
+                ax.plot(c["epoch"], c["seen_test"], color=COLORS["seen_test"], lw=1.0, ls="--",
+                        label=label("seen pairs, test keys"))
+            ax.set_title(f"γ = {g:g}  (std W_Q = {group[0]['std']:.3g})")
+            ax.set_xlabel("epoch")
+            ax.set_ylim(-0.03, 1.03)
+        axes[0][0].set_ylabel("accuracy")
+        axes[0][-1].legend(loc="center right", fontsize=7)
+        if title:
+            fig.suptitle(title)
+        fig.tight_layout()
+    return fig
+
+
+def outcome_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """A fixed-width text table of ``rows`` (dicts) over ``columns``; floats with 3 decimals."""
+    def fmt(v: Any) -> str:
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    cells = [[fmt(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(columns)]
+    line = "  ".join(c.rjust(w) for c, w in zip(columns, widths))
+    sep = "  ".join("-" * w for w in widths)
+    body = ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in cells]
+    return "\n".join([line, sep, *body])
+

@@ -1,0 +1,31 @@
+"""Per-step learning rate (SPEC §I.5): linear warm-up lr -> lr*m, then cosine back to lr_min.
+
+Closed form of the authors' ``GradualWarmupScheduler(multiplier=m, total_epoch=T_w)`` wrapping
+``CosineAnnealingLR(T_max, eta_min)``, both stepped once per optimizer step::
+
+    t <  T_w:            lr(t) = lr * (1 + (m - 1) * t / T_w)
+    T_w <= t < T_w+T_c:  lr(t) = lr_min + (lr*m - lr_min) * (1 + cos(pi * (t - T_w) / T_c)) / 2
+    t >= T_w + T_c:      lr(t) = lr_min   (CosineAnnealingLR would climb again; runs end at T_w + T_c)
+
+with T_w = warmup_epochs * steps_per_epoch and T_c = cosine_epochs * steps_per_epoch.
+"""
+
+from __future__ import annotations
+
+import math
+
+from anchorlab.config import TrainConfig
+
+
+def lr_at(step: int, cfg: TrainConfig, steps_per_epoch: int) -> float:
+    """The learning rate used for optimizer step ``step`` (0-based)."""
+    if cfg.schedule == "constant":
+        return cfg.lr
+    peak = cfg.lr * cfg.lr_multiplier
+    t_w = cfg.warmup_epochs * steps_per_epoch
+    t_c = cfg.cosine_epochs * steps_per_epoch
+    if step < t_w:
+        return cfg.lr * (1.0 + (cfg.lr_multiplier - 1.0) * step / t_w)
+    if step < t_w + t_c:
+        return cfg.lr_min + (peak - cfg.lr_min) * (1.0 + math.cos(math.pi * (step - t_w) / t_c)) / 2.0
+    return cfg.lr_min

@@ -1,0 +1,112 @@
+"""Sweeps as data: a base run plus axes, expanded to RunConfigs named by the hash of their config.
+
+A sweep file (TOML)::
+
+    name = "demo"
+    base = "p1/cpu_base.toml"        # a run config, relative to this file
+    [set]                            # optional dotted overrides of the base
+    "train.epochs" = 9
+    [axes]                           # the grid: every combination is one run
+    "init.gamma" = [0.5, 0.8, 1.2]
+    "seed" = [1, 2, 3]               # "seed" sets data_seed, init_seed and train_seed together
+
+Its run directory holds ``sweep.json`` (the resolved spec and {run_id: grid coordinates}) and one
+directory per run, named by ``RunConfig.run_id()``; collection and plots read that manifest and each
+run's ``config.json``, so the grid is never typed twice.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from anchorlab import rundir
+from anchorlab.config import ConfigError, RunConfig, from_dict, merge, read_toml
+
+MANIFEST = "sweep.json"
+SEED_KEYS = ("seeds.data_seed", "seeds.init_seed", "seeds.train_seed")
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    name: str
+    base: dict[str, Any]  # resolved base run config (plain data)
+    axes: dict[str, list[Any]] = field(default_factory=dict)
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every grid point as {axis: value}, in row-major order of the axes as written."""
+        keys = list(self.axes)
+        return [dict(zip(keys, vals)) for vals in itertools.product(*(self.axes[k] for k in keys))]
+
+    def configs(self) -> list[tuple[dict[str, Any], RunConfig]]:
+        """(grid point, validated RunConfig) for every point."""
+        out = []
+        base = RunConfig().to_dict()
+        base = merge(base, self.base)
+        for point in self.points():
+            d = merge(base, {})
+            for key, value in point.items():
+                for k in (SEED_KEYS if key == "seed" else (key,)):
+                    _set(d, k, value)
+            out.append((point, from_dict(d)))
+        return out
+
+
+def _set(d: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = d
+    for p in parts[:-1]:
+        if not isinstance(node.get(p), dict):
+            raise ConfigError(f"axes.{dotted}: unknown config key (no section '{p}')")
+        node = node[p]
+    node[parts[-1]] = value
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    """Read a sweep file; errors name the offending field."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"sweep: file {str(path)!r} does not exist")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"sweep: {path} is not valid TOML ({e})") from None
+    unknown = sorted(set(data) - {"name", "base", "set", "axes"})
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown sweep key; allowed keys are name, base, set, axes")
+    base = read_toml(path.parent / data["base"]) if "base" in data else {}
+    for key, value in data.get("set", {}).items():
+        base = merge(base, _nest(key, value))
+    axes = data.get("axes", {})
+    for k, v in axes.items():
+        if not isinstance(v, list) or not v:
+            raise ConfigError(f"axes.{k}: expected a non-empty list of values")
+    spec = SweepSpec(name=data.get("name", path.stem), base=base, axes=axes)
+    spec.configs()  # validate every point now, before anything is written
+    return spec
+
+
+def _nest(dotted: str, value: Any) -> dict[str, Any]:
+    """'train.lr', 1e-3 -> {'train': {'lr': 1e-3}}."""
+    out: dict[str, Any] = {}
+    node = out
+    parts = dotted.split(".")
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+    node[parts[-1]] = value
+    return out
+
+
+def plan(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], RunConfig, Path]]:
+    """Write the manifest and return (grid point, config, run dir) for every run of the sweep."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = [(point, cfg, out_dir / cfg.run_id()) for point, cfg in spec.configs()]
+    rundir.write_json(out_dir / MANIFEST, {
+        "name": spec.name, "base": spec.base, "axes": spec.axes,
+        "runs": {cfg.run_id(): point for point, cfg, _ in rows},
+    })
+    return rows

@@ -1,0 +1,18 @@
+"""Task registry: ``make_task_data(task_config, seed)`` generates the dataset of any configured task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from anchorlab.tasks.base import TaskData
+from anchorlab.tasks.composite import generate_composite
+
+GENERATORS = {"composite": generate_composite}
+
+
+def make_task_data(task_cfg: Any, seed: int) -> TaskData:
+    """Generate the full dataset (training and evaluation rows) of ``task_cfg`` with ``seed``."""
+    return GENERATORS[task_cfg.name](task_cfg, seed)
+
+
+__all__ = ["TaskData", "make_task_data", "GENERATORS"]

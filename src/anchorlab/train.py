@@ -1,0 +1,165 @@
+"""One training run, from a RunConfig to a complete run directory (see :mod:`anchorlab.rundir`)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from anchorlab import rundir
+from anchorlab.config import RunConfig
+from anchorlab.init import apply_init, count_parameters, init_std
+from anchorlab.metrics import evaluate
+from anchorlab.models import build_model
+from anchorlab.schedule import lr_at
+from anchorlab.tasks import TaskData, make_task_data
+
+HEADLINE = ("seen_train_acc", "seen_test_acc", "unseen_inferential_acc", "unseen_symmetric_acc")
+# Called after every epoch with (epochs done, total epochs, latest metrics); replaces the tqdm bar.
+ProgressFn = Callable[[int, int, dict[str, Any]], None]
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def build_initialized_model(cfg: RunConfig, d_vocab: int) -> nn.Module:
+    """The configured model with γ-init drawn from ``seeds.init_seed`` (on the CPU, so any device agrees)."""
+    model = build_model(cfg.model, d_vocab)
+    return apply_init(model, cfg.init, torch.Generator().manual_seed(cfg.seeds.init_seed))
+
+
+def batch_order(n: int, train_seed: int, epoch: int) -> torch.Tensor:
+    """The permutation of training rows for ``epoch``: a pure function of (seed, epoch), so resuming is exact."""
+    return torch.randperm(n, generator=torch.Generator().manual_seed(train_seed * 1_000_003 + epoch))
+
+
+def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = None,
+          show_progress: bool = True, data: TaskData | None = None) -> dict[str, Any]:
+    """Train ``cfg`` into ``run_dir`` (resuming if it holds an unfinished run) and return the summary."""
+    run_dir = Path(run_dir)
+    status = rundir.open_run(run_dir, cfg)
+    if status == "done":
+        return rundir.read_json(run_dir / rundir.SUMMARY)
+    tc = cfg.train
+    device = resolve_device(tc.device)
+    if device.type == "cpu":
+        torch.set_num_threads(tc.threads or os.cpu_count() or 1)
+    t_start = time.time()
+
+    data = data if data is not None else make_task_data(cfg.task, cfg.seeds.data_seed)
+    all_x = torch.from_numpy(data.inputs).to(device)
+    all_y = torch.from_numpy(data.targets).to(device)
+    train_idx = torch.from_numpy(data.in_train.nonzero()[0]).to(device)
+    x_train, y_train = all_x[train_idx], all_y[train_idx]  # resident on the device; batches are index slices
+    n_train = len(x_train)
+    steps_per_epoch = n_train // tc.batch_size if tc.drop_last else -(-n_train // tc.batch_size)
+    if steps_per_epoch == 0:
+        raise ValueError(f"train.batch_size {tc.batch_size} exceeds the {n_train} training rows")
+
+    model = build_initialized_model(cfg, data.vocab_size).to(device)
+    decay = tc.weight_decay  # like the authors, AdamW decays every parameter (LayerNorm and bias too)
+    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(tc.beta1, tc.beta2), eps=tc.eps,
+                            weight_decay=decay)
+    amp = torch.bfloat16 if tc.precision == "bf16" else None
+
+    def eval_record(step: int, epoch: int, train_loss: float | None) -> dict[str, Any]:
+        m = evaluate(model, data, all_x, all_y, cfg.task, tc.eval_batch_size, amp)
+        rec = {"step": step, "epoch": epoch, "lr": lr_at(step, tc, steps_per_epoch),
+               "epoch_train_loss": train_loss, **m}
+        rundir.append_metrics(run_dir, rec)
+        return rec
+
+    resumed = rundir.load_resume(run_dir, model, opt) if status == "resume" else None
+    if resumed is None:
+        step, start_epoch = 0, 0
+        (run_dir / rundir.METRICS).unlink(missing_ok=True)
+        rundir.save_checkpoint(run_dir, model, 0, 0)
+        last = eval_record(0, 0, None)
+    else:
+        step, start_epoch = resumed
+        rundir.truncate_metrics(run_dir, step)
+        last = rundir.read_metrics(run_dir)[-1]
+
+    bar = None
+    if progress is None and show_progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=tc.epochs, initial=start_epoch, desc=f"γ={cfg.init.gamma:g}", unit="ep",
+                   dynamic_ncols=True)
+    model.train()
+    epoch = start_epoch
+    for epoch in range(start_epoch + 1, tc.epochs + 1):
+        perm = batch_order(n_train, cfg.seeds.train_seed, epoch).to(device)
+        loss_sum = torch.zeros((), device=device)
+        for i in range(steps_per_epoch):
+            idx = perm[i * tc.batch_size:(i + 1) * tc.batch_size]
+            for group in opt.param_groups:
+                group["lr"] = lr_at(step, tc, steps_per_epoch)
+            with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+                logits = model(x_train[idx], last_only=tc.prune_last)[:, -1]
+            loss = F.cross_entropy(logits.float(), y_train[idx])  # only the last position is scored
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if tc.grad_clip > 0:
+                nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+            opt.step()
+            loss_sum += loss.detach()
+            step += 1
+        epoch_loss = loss_sum.item() / steps_per_epoch  # the only host sync of the epoch
+        stop = tc.early_stop_loss > 0 and epoch_loss < tc.early_stop_loss
+        final = epoch == tc.epochs or stop
+        if epoch % tc.eval_every == 0 or final:
+            last = eval_record(step, epoch, epoch_loss)
+        if epoch % tc.checkpoint_every == 0 or final:
+            rundir.save_checkpoint(run_dir, model, step, epoch)
+        if epoch % tc.resume_every == 0 or final:
+            rundir.save_resume(run_dir, model, opt, step, epoch)
+        status_line = {"loss": epoch_loss, **{k: last.get(k) for k in HEADLINE}}
+        if bar is not None:
+            bar.set_postfix({"loss": f"{epoch_loss:.3g}", "seen": f"{last['seen_test_acc']:.2f}",
+                             "inf": f"{last['unseen_inferential_acc']:.2f}",
+                             "sym": f"{last['unseen_symmetric_acc']:.2f}"}, refresh=False)
+            bar.update(1)
+        elif progress is not None:
+            progress(epoch, tc.epochs, status_line)
+        if stop:
+            break
+    if bar is not None:
+        bar.close()
+
+    summary = make_summary(cfg, run_dir, model, steps_per_epoch, n_train)
+    summary["wall_seconds_this_session"] = round(time.time() - t_start, 2)
+    rundir.write_json(run_dir / rundir.SUMMARY, summary)
+    rundir.write_atomic(run_dir / rundir.DONE, "")
+    return summary
+
+
+def make_summary(cfg: RunConfig, run_dir: Path, model: nn.Module, steps_per_epoch: int,
+                 n_train: int) -> dict[str, Any]:
+    """Final metrics (the last evaluation) plus the best value of each headline metric over evaluations."""
+    history = rundir.read_metrics(run_dir)
+    final = history[-1]
+    w_q = model.blocks[0].attn.W_Q if hasattr(model, "blocks") else None
+    return {
+        "run_id": cfg.run_id(),
+        "gamma": cfg.init.gamma,
+        "std_W_Q": init_std("attn_in", tuple(w_q.shape), cfg.init) if w_q is not None else None,
+        "seeds": {"data": cfg.seeds.data_seed, "init": cfg.seeds.init_seed, "train": cfg.seeds.train_seed},
+        "n_params": count_parameters(model),
+        "n_train": n_train,
+        "steps_per_epoch": steps_per_epoch,
+        "steps": final["step"],
+        "epochs": final["epoch"],
+        **{k: v for k, v in final.items() if k not in ("step", "epoch", "lr", "group_acc")},
+        "final_train_loss": final["train_loss"],
+        "best": {k: max(r[k] for r in history) for k in HEADLINE},
+        "group_acc": final["group_acc"],
+    }

@@ -1,0 +1,26 @@
+"""Shared tiny configs: CPU only, d_model 16, one or two layers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from anchorlab.config import RunConfig
+
+torch.set_num_threads(1)
+
+
+def tiny_config(**dotted) -> RunConfig:
+    base = {
+        "task.data_size": 3200, "model.d_model": 16, "model.d_head": 8, "model.d_mlp": 32,
+        "train.batch_size": 64, "train.epochs": 3, "train.lr": 1e-3, "train.lr_multiplier": 2.0,
+        "train.warmup_epochs": 1.0, "train.cosine_epochs": 2.0, "train.eval_every": 1,
+        "train.checkpoint_every": 1, "train.threads": 1,
+    }
+    base.update(dotted)
+    return RunConfig().replace(**base)
+
+
+@pytest.fixture
+def tiny() -> RunConfig:
+    return tiny_config()

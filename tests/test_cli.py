@@ -1,0 +1,39 @@
+import numpy as np
+import pytest
+
+from anchorlab.cli import main
+
+
+@pytest.mark.parametrize("args, field", [
+    (["train", "--set", "init.gamma=0"], "init.gamma"),
+    (["train", "--set", "model.widht=3"], "model.widht"),
+    (["train", "--set", "task.held_out=[[4,9]]"], "task.held_out"),
+    (["train", "--set", "task.seq_len=2"], "task.seq_len"),
+    (["train", "no_such_file.toml"], "config"),
+])
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, args, field):
+    out = tmp_path / "run"
+    assert main([*args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and field in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_data_command_writes_the_arrays(tmp_path):
+    out = tmp_path / "d.npz"
+    assert main(["data", "--set", "task.data_size=1600", "--out", str(out)]) == 0
+    z = np.load(out)
+    n = len(z["inputs"])
+    assert z["inputs"].shape == (n, 9) and z["inputs"].dtype == np.int64
+    assert z["targets"].shape == (n,) and z["pair"].shape == (n, 2)
+    assert z["key_is_test"].dtype == bool and z["in_train"].dtype == bool
+    assert not z["in_train"][(z["pair"] == [4, 3]).all(1)].any()
+
+
+def test_train_command(tmp_path, capsys):
+    out = tmp_path / "r"
+    args = ["train", "--out", str(out), "--set", "task.data_size=1600", "--set", "model.d_model=16",
+            "--set", "model.d_head=8", "--set", "model.d_mlp=16", "--set", "train.epochs=1",
+            "--set", "train.batch_size=128", "--set", "train.threads=1"]
+    assert main(args) == 0
+    assert (out / "DONE").exists() and "seen_test_acc" in capsys.readouterr().out

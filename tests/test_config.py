@@ -1,0 +1,79 @@
+from pathlib import Path
+
+import pytest
+
+from anchorlab.config import ConfigError, RunConfig, load_config, parse_override
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def test_defaults_are_the_paper_values():
+    c = RunConfig().validate()
+    assert (c.task.anchors, c.task.shifts) == ((1, 2, 3, 4), (5, 1, -2, -8))
+    assert (c.task.key_min, c.task.key_max, c.task.seq_len, c.task.split_modulus) == (20, 99, 9, 9)
+    assert c.task.non_inferential == ((3, 4, -6),) and c.task.held_out == ((4, 3),)
+    assert (c.task.data_size, c.task.vocab_size) == (900_000, 201)
+    assert (c.model.d_model, c.model.d_mlp, c.model.d_head, c.model.n_heads, c.model.n_layers) == (400, 1200, 200, 1, 2)
+    assert c.model.norm == "post" and c.model.act == "relu"
+    t = c.train
+    assert (t.batch_size, t.epochs, t.lr, t.lr_multiplier, t.warmup_epochs, t.cosine_epochs, t.lr_min) == (
+        2048, 210, 1e-5, 25.0, 10.0, 200.0, 1e-5)
+    assert (t.weight_decay, t.beta1, t.beta2, t.eps, t.grad_clip) == (0.01, 0.9, 0.999, 1e-8, 1.0)
+
+
+@pytest.mark.parametrize("override, field", [
+    ("model.d_modle=3", "model.d_modle"),
+    ("bogus.x=1", "bogus.x"),
+    ("init.gamma=0", "init.gamma"),
+    ("init.gamma=-1", "init.gamma"),
+    ("init.gamma='big'", "init.gamma"),
+    ("model.n_layers=2.5", "model.n_layers"),
+    ("model.norm='mid'", "model.norm"),
+    ("task.held_out=[[4,5]]", "task.held_out"),
+    ("task.non_inferential=[[3,7,-6]]", "task.non_inferential"),
+    ("task.seq_len=2", "task.seq_len"),
+    ("task.split_modulus=3", "task.split_modulus"),
+    ("task.anchors=[1,2,3,50]", "task.anchors"),
+    ("task.vocab_size=100", "task.vocab_size"),
+    ("train.device='tpu'", "train.device"),
+    ("init.role_gamma={nope=0.5}", "init.role_gamma"),
+])
+def test_bad_values_name_the_field(override, field):
+    with pytest.raises(ConfigError) as e:
+        load_config(None, [override])
+    assert str(e.value).startswith(field), str(e.value)
+    assert "allowed" in str(e.value) or "expected" in str(e.value) or "unknown" in str(e.value)
+
+
+def test_overrides_parse_toml_values():
+    assert parse_override("train.lr=3e-4") == ("train.lr", 3e-4)
+    assert parse_override("task.held_out=[[4,3],[3,4]]") == ("task.held_out", [[4, 3], [3, 4]])
+    assert parse_override("model.norm=pre") == ("model.norm", "pre")
+    c = load_config(None, ["task.held_out=[[4,3],[3,4]]", "init.gamma=0.8"])
+    assert c.task.held_out == ((4, 3), (3, 4)) and c.init.gamma == 0.8
+
+
+def test_run_id_is_stable_and_config_sensitive():
+    a, b = RunConfig(), RunConfig()
+    assert a.run_id() == b.run_id()
+    assert a.replace(**{"init.gamma": 0.8}).run_id() != a.run_id()
+
+
+def test_to_dict_round_trips():
+    from anchorlab.config import from_dict
+
+    c = RunConfig().replace(**{"init.role_gamma": {"embed": 0.3}, "model.norm": "pre"})
+    assert from_dict(c.to_dict()) == c
+
+
+@pytest.mark.parametrize("path", sorted(p for p in CONFIGS.rglob("*.toml") if "sweeps" not in p.parts
+                                        and p.name != "demo.toml"), ids=lambda p: p.name)
+def test_every_run_config_loads(path):
+    load_config(path)
+
+
+def test_demo_sweep_loads():
+    from anchorlab.sweep import load_sweep
+
+    spec = load_sweep(CONFIGS / "demo.toml")
+    assert len(spec.configs()) == 9
