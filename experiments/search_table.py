@@ -7,7 +7,8 @@ from anchorlab.init import init_std
 
 
 def main() -> None:
-    print("| run | d_model | γ | std W_Q | batch | lr0 → peak | epochs (steps) | wd | seen test | (4,3) inf | (4,3) sym |")
+    print("| run | d_model | γ | std W_Q | batch | lr0 → peak | epochs (steps) | wd | seen test | (4,3) inf "
+          "| (4,3) sym |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for d in map(Path, sys.argv[1:]):
         hist = rundir.read_metrics(d)

@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from anchorlab import rundir
 from anchorlab.config import RunConfig
 
 
@@ -33,9 +32,18 @@ def _one_thread(cfg: RunConfig) -> RunConfig:
     return cfg
 
 
-def _worker(args: tuple[RunConfig, Path, Any]) -> RunResult:
-    cfg, run_dir, queue = args
+_QUEUE: Any = None  # the parent's progress queue, set in each worker by the pool initializer
+
+
+def _init_worker(queue: Any) -> None:
+    global _QUEUE
+    _QUEUE = queue
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _worker(args: tuple[RunConfig, Path]) -> RunResult:
+    cfg, run_dir = args
+    queue = _QUEUE
     from anchorlab.train import train
 
     def report(epoch: int, total: int, status: dict[str, Any]) -> None:
@@ -65,17 +73,19 @@ def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress:
         return results
 
     ctx = mp.get_context("spawn")  # fork after torch has started threads is unsafe
-    manager = ctx.Manager()
-    queue = manager.Queue()
+    queue = ctx.Queue()  # no Manager process: nothing outlives a killed parent
     total_epochs = sum(c.train.epochs for c, _ in todo)
     done_epochs: dict[str, int] = {}
     bar = None
     if show_progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=total_epochs, unit="ep", desc=f"{len(todo)} runs", dynamic_ncols=True)
+        done_already = sum(c.train.epochs for c, d in todo if (d / "DONE").exists())
+        bar = tqdm(total=total_epochs, initial=done_already, unit="ep", desc=f"{len(todo)} runs",
+                   dynamic_ncols=True)
     n_finished = n_failed = 0
-    with ctx.Pool(processes=min(workers, len(todo)), maxtasksperchild=1) as pool:
-        pending = pool.map_async(_worker, [(_one_thread(c), d, queue) for c, d in todo], chunksize=1)
+    with ctx.Pool(processes=min(workers, len(todo)), maxtasksperchild=1, initializer=_init_worker,
+                  initargs=(queue,)) as pool:
+        pending = pool.map_async(_worker, [(_one_thread(c), d) for c, d in todo], chunksize=1)
         running: set[str] = set()
         while True:
             try:
@@ -98,9 +108,7 @@ def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress:
                                  "inf": f"{status['unseen_inferential_acc']:.2f}",
                                  "sym": f"{status['unseen_symmetric_acc']:.2f}"}, refresh=False)
         results = pending.get()
-    manager.shutdown()
     if bar is not None:
-        bar.n = sum(c.train.epochs for (c, d) in todo if rundir.is_done(d)) or bar.n
         bar.close()
     for r in results:
         if r.error:

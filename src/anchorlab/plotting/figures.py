@@ -14,7 +14,7 @@ def plot_unseen_over_training(curves: Sequence[dict[str, Any]], title: str = "")
     """Held-out-pair accuracy over training, one panel per γ, one line per seed.
 
     Each curve: ``{"gamma", "std", "seed", "epoch": [...], "inferential": [...], "symmetric": [...],
-    "seen_test": [...]}``.
+    "seen_test": [...]}`` and optionally ``"init"`` (a name such as "small", shown in the panel title).
     """
     gammas = sorted({c["gamma"] for c in curves})
     with style():
@@ -29,14 +29,16 @@ def plot_unseen_over_training(curves: Sequence[dict[str, Any]], title: str = "")
                         label=label("symmetric (4,3)→x−6"))
                 ax.plot(c["epoch"], c["seen_test"], color=COLORS["seen_test"], lw=1.0, ls="--",
                         label=label("seen pairs, test keys"))
-            ax.set_title(f"γ = {g:g}  (std W_Q = {group[0]['std']:.3g})")
+            name = f"{group[0]['init']} init: " if group[0].get("init") else ""
+            ax.set_title(f"{name}γ = {g:g}  (std W_Q = {group[0]['std']:.3g})")
             ax.set_xlabel("epoch")
             ax.set_ylim(-0.03, 1.03)
         axes[0][0].set_ylabel("accuracy")
-        axes[0][-1].legend(loc="center right", fontsize=7)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=3)
         if title:
             fig.suptitle(title)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.09, 1, 1))
     return fig
 
 
