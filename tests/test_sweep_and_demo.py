@@ -1,0 +1,70 @@
+import json
+
+import pytest
+
+from anchorlab.config import ConfigError
+from anchorlab.demo import outcome, run_demo
+from anchorlab.sweep import load_sweep, plan
+
+TINY_BASE = """
+[task]
+data_size = 1600
+[model]
+d_model = 16
+d_head = 8
+d_mlp = 16
+[train]
+batch_size = 128
+epochs = 2
+warmup_epochs = 1
+cosine_epochs = 1
+threads = 1
+"""
+
+
+def write_sweep(tmp_path, axes: str, extra: str = "") -> str:
+    (tmp_path / "base.toml").write_text(TINY_BASE)
+    (tmp_path / "s.toml").write_text(f'name = "t"\nbase = "base.toml"\n{extra}\n[axes]\n{axes}\n')
+    return str(tmp_path / "s.toml")
+
+
+def test_expansion_seed_axis_and_manifest(tmp_path):
+    spec = load_sweep(write_sweep(tmp_path, '"init.gamma" = [0.5, 0.8]\n"seed" = [1, 2]',
+                                  '[set]\n"train.lr" = 3e-4'))
+    rows = plan(spec, tmp_path / "out")
+    assert len(rows) == 4 and len({cfg.run_id() for _, cfg, _ in rows}) == 4
+    point, cfg, d = rows[1]
+    assert point == {"init.gamma": 0.5, "seed": 2}
+    assert (cfg.seeds.data_seed, cfg.seeds.init_seed, cfg.seeds.train_seed) == (2, 2, 2)
+    assert cfg.train.lr == 3e-4 and cfg.task.data_size == 1600 and d.name == cfg.run_id()
+    manifest = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert manifest["runs"][cfg.run_id()] == point
+
+
+@pytest.mark.parametrize("axes, field", [('"model.d_modle" = [1]', "model.d_modle"),
+                                         ('"init.gamma" = [0.5, -1.0]', "init.gamma"),
+                                         ('"init.gamma" = []', "axes.init.gamma")])
+def test_bad_axes_name_the_field(tmp_path, axes, field):
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        load_sweep(write_sweep(tmp_path, axes))
+
+
+def test_outcome_labels():
+    base = {"seen_train_acc": 1.0, "seen_test_acc": 1.0, "unseen_inferential_acc": 0.0, "unseen_symmetric_acc": 0.0}
+    assert outcome({**base, "unseen_inferential_acc": 0.95}) == "inferential"
+    assert outcome({**base, "unseen_symmetric_acc": 0.95}) == "symmetric"
+    assert outcome(base) == "mixed"
+    assert outcome({**base, "seen_test_acc": 0.5}).startswith("memorized")
+    assert outcome({**base, "seen_train_acc": 0.1, "seen_test_acc": 0.1}) == "no fit"
+
+
+def test_demo_end_to_end_on_a_tiny_grid(tmp_path, capsys):
+    spec = write_sweep(tmp_path, '"init.gamma" = [1.0, 0.5, 0.1]\n"seed" = [1]')
+    summary = run_demo(spec, tmp_path / "demo", workers=1, show_progress=False)
+    assert [r["init"] for r in summary["runs"]] == ["small", "middle", "large"]
+    assert (tmp_path / "demo" / "demo.png").stat().st_size > 10_000
+    saved = json.loads((tmp_path / "demo" / "summary.json").read_text())
+    assert len(saved["runs"]) == 3 and len(saved["checks"]) == 2
+    for r in saved["runs"]:
+        assert abs(r["std_W_Q"] - 16 ** -r["gamma"]) < 1e-12
+    assert "unseen_symmetric_acc" in capsys.readouterr().out
