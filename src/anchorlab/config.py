@@ -205,7 +205,7 @@ class RunConfig:
         """A copy with dotted overrides applied, e.g. ``cfg.replace(**{"init.gamma": 0.8})``."""
         d = self.to_dict()
         for k, v in dotted.items():
-            _set_dotted(d, k, v)
+            set_dotted(d, k, v)
         return from_dict(d)
 
 
@@ -226,12 +226,13 @@ def _to_plain(x: Any) -> Any:
     return x
 
 
-def _set_dotted(d: dict[str, Any], key: str, value: Any) -> None:
+def set_dotted(d: dict[str, Any], key: str, value: Any, where: str = "") -> None:
+    """Set ``d["a"]["b"] = value`` for key "a.b" in place; ``where`` prefixes the field in errors."""
     parts = key.split(".")
     node = d
     for p in parts[:-1]:
         if not isinstance(node.get(p), dict):
-            raise ConfigError(f"{key}: unknown config key (no section '{p}')")
+            raise ConfigError(f"{where}{key}: unknown config key (no section '{p}')")
         node = node[p]
     node[parts[-1]] = value
 
@@ -368,5 +369,5 @@ def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str
         if key == "task.name" and value != d["task"].get("name"):
             d["task"] = {"name": value}
         else:
-            _set_dotted(d, key, value)
+            set_dotted(d, key, value)
     return from_dict(d)

@@ -17,6 +17,7 @@ run's ``config.json``, so the grid is never typed twice.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import tomllib
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from anchorlab import rundir
-from anchorlab.config import ConfigError, RunConfig, from_dict, merge, read_toml
+from anchorlab.config import ConfigError, RunConfig, from_dict, merge, read_toml, set_dotted
 
 MANIFEST = "sweep.json"
 SEED_KEYS = ("seeds.data_seed", "seeds.init_seed", "seeds.train_seed")
@@ -44,25 +45,14 @@ class SweepSpec:
     def configs(self) -> list[tuple[dict[str, Any], RunConfig]]:
         """(grid point, validated RunConfig) for every point."""
         out = []
-        base = RunConfig().to_dict()
-        base = merge(base, self.base)
+        base = merge(RunConfig().to_dict(), self.base)
         for point in self.points():
-            d = merge(base, {})
+            d = copy.deepcopy(base)
             for key, value in point.items():
                 for k in (SEED_KEYS if key == "seed" else (key,)):
-                    _set(d, k, value)
+                    set_dotted(d, k, value, where="axes.")
             out.append((point, from_dict(d)))
         return out
-
-
-def _set(d: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
-    node = d
-    for p in parts[:-1]:
-        if not isinstance(node.get(p), dict):
-            raise ConfigError(f"axes.{dotted}: unknown config key (no section '{p}')")
-        node = node[p]
-    node[parts[-1]] = value
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
