@@ -88,6 +88,7 @@ def test_text_format(examples):
         assert q == "Q: " + " ".join(ex.context) + " True or false: " + ex.query.removeprefix("True or false: ")
         assert a == " ".join(ex.chain_of_thought) + (" True" if ex.answer else " False")
         assert t.count("\n") == 1 and t.count("True or false:") == 1
+        assert t.startswith(ex.prompt + " ") and ex.prompt.endswith("\nA:")
     assert ex.to_json()["answer"] in ("True", "False") and ex.to_json()["question"] == " ".join(ex.context)
 
 

@@ -16,7 +16,8 @@ Worked example (``generate(ProntoQAConfig(min_hops=1, max_hops=1), 1, seed)`` re
     A: Wren is a jompus. Jompuses are not bright. Wren is not bright. True
 
 (one line after "Q: "; wrapped here). "Every zumpus is bright." is the distractor: a held-out concept with
-the negated conclusion property. Speed: ~25,000 examples/s on one core (see docs/prontoqa.md).
+the negated conclusion property. Speed: ~30,000 examples/s (~16,000/s with the parse-back check) on one
+core of a busy 2-core machine; see docs/prontoqa.md.
 """
 
 from __future__ import annotations
@@ -95,6 +96,11 @@ class Example:
     def text(self) -> str:
         """The training string ``Q: {question}\\nA: {cot} {True|False}``."""
         return f"Q: {self.question}\nA: {' '.join(self.chain_of_thought)} {self.answer}"
+
+    @property
+    def prompt(self) -> str:
+        """The evaluation prompt: ``text`` cut after ``\\nA:`` (the model writes the proof and the label)."""
+        return f"Q: {self.question}\nA:"
 
     def to_json(self) -> dict[str, object]:
         """The reference v1 JSON record (there ``question`` is the context only)."""
