@@ -1,0 +1,1 @@
+"""Real-language data for the GPT-2 experiments."""

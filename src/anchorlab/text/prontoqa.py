@@ -1,0 +1,198 @@
+"""PrOntoQA (Saparov & He, ICLR 2023, v1): seeded generator of chain-of-thought ModusPonens questions.
+
+Clean-room implementation from the facts in ``shared/PRONTOQA.md`` (no reference code). One example:
+
+1. Ontology: a linear chain of fictional concepts, leaf ⊂ … ⊂ root (e.g. jompus ⊂ vumpus). Every concept
+   but the root carries one property from its own property family, negated with probability 1/3.
+2. Proof of h hops: the entity starts at a concept, climbs h - 1 "is-a" rules, then applies the property
+   rule of the concept it reaches. Chain of thought = premise + (rule, derived fact) per hop = 2h + 1
+   sentences.
+3. Query: the derived fact (answer True) or its negation (answer False), probability 1/2 each.
+
+Worked example (``generate(ProntoQAConfig(min_hops=1, max_hops=1), 1, seed)`` renders like)::
+
+    Q: Jompuses are not bright. Jompuses are vumpuses. Every zumpus is bright. Wren is a jompus.
+    True or false: Wren is not bright.
+    A: Wren is a jompus. Jompuses are not bright. Wren is not bright. True
+
+(one line after "Q: "; wrapped here). "Every zumpus is bright." is the distractor: a held-out concept with
+the negated conclusion property. Speed: ~30,000 examples/s (~16,000/s with the parse-back check) on one
+core of a busy 2-core machine; see docs/prontoqa.md.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from anchorlab.text.prontoqa_reasoner import parse_answer
+
+FICTIONAL_CONCEPTS = ("wumpus", "yumpus", "zumpus", "dumpus", "rompus", "numpus", "tumpus", "vumpus", "impus",
+                      "jompus")
+PROPERTY_FAMILIES = (
+    ("blue", "red", "brown", "orange"), ("small", "large"), ("metallic", "wooden", "luminous", "liquid"),
+    ("transparent", "opaque"), ("nervous", "happy", "feisty", "shy"), ("bright", "dull"),
+    ("sweet", "sour", "spicy", "bitter"), ("floral", "fruity", "earthy"), ("hot", "cold", "temperate"),
+    ("kind", "mean", "angry", "amenable", "aggressive"),
+)
+ENTITIES = ("Fae", "Rex", "Sally", "Max", "Alex", "Sam", "Polly", "Stella", "Wren")
+FUNCTION_WORDS = ("every", "each", "is", "are", "not", "a", "an", "true", "or", "false", "q")
+
+ONTOLOGIES = ("fictional", "true", "false")
+ORDERINGS = ("postorder", "preorder", "random")
+MAX_HOPS_ALLOWED = 8  # 9 chain concepts (10 names minus the distractor) give at most 8 hops
+NEGATION_PROBABILITY = 0.5 / 1.5  # negated weight 0.5 against 1 for the positive form
+
+_MISSING = {
+    "true": "the property each concept of the three real taxonomies carries, and the full distractor map",
+    "false": "the pool of real concept words (and their plurals) the counterfactual chain is drawn from",
+}
+
+
+@dataclass(frozen=True)
+class ProntoQAConfig:
+    """What to generate. Hops are drawn evenly (cycling) over ``min_hops..max_hops``."""
+
+    ontology: str = "fictional"
+    min_hops: int = 1
+    max_hops: int = 5
+    ordering: str = "postorder"
+    distractor: bool = True
+
+    def __post_init__(self) -> None:
+        if self.ontology not in ONTOLOGIES:
+            raise ValueError(f"ontology must be one of {ONTOLOGIES}, got {self.ontology!r}")
+        if self.ontology in _MISSING:
+            raise ValueError(f"ontology={self.ontology!r} is not implemented: shared/PRONTOQA.md does not give "
+                             f"{_MISSING[self.ontology]}; allowed now: 'fictional'")
+        if self.ordering not in ORDERINGS:
+            raise ValueError(f"ordering must be one of {ORDERINGS}, got {self.ordering!r}")
+        if not isinstance(self.distractor, bool):
+            raise ValueError(f"distractor must be True or False, got {self.distractor!r}")
+        for name in ("min_hops", "max_hops"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_HOPS_ALLOWED:
+                raise ValueError(f"{name} must be an int in 1..{MAX_HOPS_ALLOWED}, got {v!r}")
+        if self.min_hops > self.max_hops:
+            raise ValueError(f"min_hops must be <= max_hops, got {self.min_hops} > {self.max_hops}")
+
+
+@dataclass(frozen=True)
+class Example:
+    """One question. ``context`` are the sentences before the query; ``question`` = context + query."""
+
+    context: tuple[str, ...]
+    query: str
+    chain_of_thought: tuple[str, ...]
+    answer: bool
+    hops: int
+    ontology: str = "fictional"
+
+    @property
+    def question(self) -> str:
+        return " ".join(self.context) + " " + self.query
+
+    @property
+    def text(self) -> str:
+        """The training string ``Q: {question}\\nA: {cot} {True|False}``."""
+        return f"Q: {self.question}\nA: {' '.join(self.chain_of_thought)} {self.answer}"
+
+    @property
+    def prompt(self) -> str:
+        """The evaluation prompt: ``text`` cut after ``\\nA:`` (the model writes the proof and the label)."""
+        return f"Q: {self.question}\nA:"
+
+    def to_json(self) -> dict[str, object]:
+        """The reference v1 JSON record (there ``question`` is the context only)."""
+        return {"question": " ".join(self.context), "query": self.query,
+                "chain_of_thought": list(self.chain_of_thought), "answer": str(self.answer),
+                "hops": self.hops, "ontology": self.ontology}
+
+
+def plural(noun: str) -> str:
+    """English plural of a concept name (wumpus -> wumpuses)."""
+    return noun + "es" if noun.endswith(("s", "x", "sh", "ch")) else noun + "s"
+
+
+def article(noun: str) -> str:
+    return "an" if noun[0] in "aeiou" else "a"
+
+
+def vocabulary() -> set[str]:
+    """Every lower-cased word the generator can emit (a closed set of 73 words)."""
+    words = set(FUNCTION_WORDS) | set(FICTIONAL_CONCEPTS) | {plural(c) for c in FICTIONAL_CONCEPTS}
+    words |= {e.lower() for e in ENTITIES} | {p for fam in PROPERTY_FAMILIES for p in fam}
+    return words
+
+
+def _rule(rng: random.Random, subject: str, obj: str, positive: bool, is_noun: bool) -> str:
+    """A universal rule in one of three surface forms: plural (1/2), 'Every' (1/4), 'Each' (1/4)."""
+    neg = "" if positive else "not "
+    u = rng.random()
+    if u < 0.5:
+        return f"{plural(subject).capitalize()} are {neg}{plural(obj) if is_noun else obj}."
+    quant = "Every" if u < 0.75 else "Each"
+    return f"{quant} {subject} is {neg}{article(obj) + ' ' if is_noun else ''}{obj}."
+
+
+def _fact(entity: str, pred: str, positive: bool, is_noun: bool) -> str:
+    return f"{entity} is {'' if positive else 'not '}{article(pred) + ' ' if is_noun else ''}{pred}."
+
+
+def _chain_length(rng: random.Random, hops: int) -> int:
+    """Concepts in the chain: grow below the root, stopping w.p. 1/(hops+2) per level; redraw if < hops+1."""
+    max_len = len(FICTIONAL_CONCEPTS) - 1
+    while True:
+        length = 2
+        while length < max_len and rng.random() >= 1 / (hops + 2):
+            length += 1
+        if length >= hops + 1:
+            return length
+
+
+def generate_one(cfg: ProntoQAConfig, hops: int, rng: random.Random) -> Example:
+    """One example with exactly ``hops`` hops, drawn from ``rng``."""
+    names = rng.sample(FICTIONAL_CONCEPTS, len(FICTIONAL_CONCEPTS))
+    distractor_concept = names.pop()
+    chain = names[:_chain_length(rng, hops)]  # chain[0] = leaf, chain[-1] = root
+    families = rng.sample(PROPERTY_FAMILIES, len(chain) - 1)
+    props = [(rng.choice(fam), rng.random() >= NEGATION_PROBABILITY) for fam in families]  # root has none
+
+    # Per node: (property rule, is-a rule to parent), each realized once and reused verbatim in the CoT.
+    prop_rules = [_rule(rng, chain[i], p, pos, False) for i, (p, pos) in enumerate(props)]
+    isa_rules = [_rule(rng, chain[i], chain[i + 1], True, True) for i in range(len(chain) - 1)]
+    order = range(len(chain) - 1) if cfg.ordering != "preorder" else reversed(range(len(chain) - 1))
+    rules = [r for i in order for r in (prop_rules[i], isa_rules[i])]
+    if cfg.ordering == "random":
+        rng.shuffle(rules)
+
+    # The walk's acceptance probability is the same for every start with room for h hops, so rejection
+    # sampling of walks reduces to a uniform start among those (the property node must not be the root).
+    start = rng.randrange(len(chain) - hops)
+    target = start + hops - 1
+    entity = rng.choice(ENTITIES)
+    prop, positive = props[target]
+    if cfg.distractor:
+        rules.insert(rng.randrange(len(rules) + 1), _rule(rng, distractor_concept, prop, not positive, False))
+    premise = _fact(entity, chain[start], True, True)
+    cot = [premise]
+    for i in range(start, target):
+        cot += [isa_rules[i], _fact(entity, chain[i + 1], True, True)]
+    conclusion = _fact(entity, prop, positive, False)
+    cot += [prop_rules[target], conclusion]
+    answer = rng.random() < 0.5
+    query = "True or false: " + (conclusion if answer else _fact(entity, prop, not positive, False))
+    return Example(tuple(rules) + (premise,), query, tuple(cot), answer, hops, cfg.ontology)
+
+
+def generate(cfg: ProntoQAConfig, n: int, seed: int) -> list[Example]:
+    """``n`` examples from ``random.Random(seed)``; example i has ``min_hops + i % (max_hops - min_hops + 1)``
+    hops, so hop counts are as even as ``n`` allows."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    rng = random.Random(seed)
+    k = cfg.max_hops - cfg.min_hops + 1
+    return [generate_one(cfg, cfg.min_hops + i % k, rng) for i in range(n)]
+
+
+__all__ = ["ProntoQAConfig", "Example", "generate", "generate_one", "parse_answer", "vocabulary", "plural"]

@@ -1,0 +1,187 @@
+"""PrOntoQA generator: format, proof structure, parse-back labels, balance, determinism, closed vocabulary."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+
+from anchorlab.text.prontoqa import (
+    ENTITIES,
+    FICTIONAL_CONCEPTS,
+    PROPERTY_FAMILIES,
+    ProntoQAConfig,
+    generate,
+    parse_answer,
+    plural,
+    vocabulary,
+)
+
+ISA_SINGULAR = re.compile(r"^(?:Every|Each) ([a-z]+) is (?:a|an) ([a-z]+)\.$")
+ISA_PLURAL = re.compile(r"^([A-Z][a-z]+) are ([a-z]+)\.$")
+PLURALS = {plural(c): c for c in FICTIONAL_CONCEPTS}
+PROPERTIES = {p for fam in PROPERTY_FAMILIES for p in fam}
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return generate(ProntoQAConfig(min_hops=1, max_hops=5), 400, seed=0)
+
+
+def isa_edge(sentence: str) -> tuple[str, str] | None:
+    """(child, parent) of an is-a rule between chain concepts, else None."""
+    if m := ISA_SINGULAR.match(sentence):
+        return m.group(1), m.group(2)
+    if (m := ISA_PLURAL.match(sentence)) and m.group(2) in PLURALS:
+        return PLURALS[m.group(1).lower()], PLURALS[m.group(2)]
+    return None
+
+
+def test_reference_samples_parse_back():
+    """The reasoner reproduces the labels of the reference samples quoted in PRONTOQA.md."""
+    one = "Jompuses are not bright. Jompuses are vumpuses. Every zumpus is bright. Wren is a jompus."
+    three = ("Every jompus is opaque. Jompuses are numpuses. Each numpus is bright. Numpuses are vumpuses. Each "
+             "vumpus is not blue. Vumpuses are dumpuses. Dumpuses are hot. Dumpuses are tumpuses. Tumpuses are kind. "
+             "Every tumpus is a wumpus. Every wumpus is happy. Wumpuses are rompuses. Each rompus is metallic. Each "
+             "rompus is a yumpus. Each yumpus is not small. Zumpuses are small. Yumpuses are impuses. Max is a wumpus.")
+    split = lambda s: [x + "." for x in s.rstrip(".").split(". ")]
+    assert parse_answer(split(one), "True or false: Wren is not bright.") is True
+    assert parse_answer(split(one), "True or false: Wren is bright.") is False
+    assert parse_answer(split(three), "True or false: Max is small.") is False
+    assert parse_answer(split(three), "True or false: Max is happy.") is True
+    assert parse_answer(split(three), "True or false: Max is not metallic.") is False
+    with pytest.raises(ValueError, match="nothing"):  # jompus is below Max's start: undecidable
+        parse_answer(split(three), "True or false: Max is opaque.")
+    with pytest.raises(ValueError, match="not a fact"):
+        parse_answer(["All wumpuses are red."], "True or false: Max is red.")
+
+
+def test_parse_back_matches_every_label(examples):
+    for ex in examples:
+        assert parse_answer(list(ex.context), ex.query) == ex.answer, ex.text
+
+
+def test_cot_length_and_rules_verbatim_in_question(examples):
+    for ex in examples:
+        cot = ex.chain_of_thought
+        assert len(cot) == 2 * ex.hops + 1
+        assert cot[0] == ex.context[-1]  # the premise opens the proof and closes the context
+        rules = cot[1::2]  # premise, then (rule, derived fact) per hop
+        assert all(r in ex.context for r in rules), ex.text
+        entity = cot[0].split()[0]
+        assert all(f.startswith(entity + " is ") for f in cot[0::2])
+        # the last derived fact is the query's fact (True) or its negation (False)
+        stated = ex.query.removeprefix("True or false: ")
+        assert (stated == cot[-1]) == ex.answer
+        # each is-a step climbs exactly the rule it cites
+        for i in range(1, len(cot) - 2, 2):
+            child, parent = isa_edge(cot[i])
+            assert cot[i - 1].endswith(f" {child}.") and cot[i + 1].endswith(f" {parent}.")
+
+
+def test_text_format(examples):
+    for ex in examples:
+        t = ex.text
+        assert t.startswith("Q: ") and t.endswith((" True", " False"))
+        q, a = t.split("\nA: ")
+        assert q == "Q: " + " ".join(ex.context) + " True or false: " + ex.query.removeprefix("True or false: ")
+        assert a == " ".join(ex.chain_of_thought) + (" True" if ex.answer else " False")
+        assert t.count("\n") == 1 and t.count("True or false:") == 1
+        assert t.startswith(ex.prompt + " ") and ex.prompt.endswith("\nA:")
+    assert ex.to_json()["answer"] in ("True", "False") and ex.to_json()["question"] == " ".join(ex.context)
+
+
+def test_labels_balanced():
+    answers = [ex.answer for ex in generate(ProntoQAConfig(), 1000, seed=1)]
+    assert 0.4 <= sum(answers) / len(answers) <= 0.6
+
+
+def test_deterministic_per_seed_and_varies_across_seeds():
+    cfg = ProntoQAConfig()
+    a, b, c = generate(cfg, 50, seed=7), generate(cfg, 50, seed=7), generate(cfg, 50, seed=8)
+    assert [e.text for e in a] == [e.text for e in b]
+    assert sum(x.text != y.text for x, y in zip(a, c)) >= 45
+
+
+def test_closed_vocabulary(examples):
+    vocab = vocabulary()
+    expected = ({"every", "each", "is", "are", "not", "a", "an", "true", "or", "false", "q"}
+                | set(FICTIONAL_CONCEPTS) | set(PLURALS) | {e.lower() for e in ENTITIES} | PROPERTIES)
+    assert vocab == expected and len(vocab) == 11 + 10 + 10 + 9 + 33
+    seen = Counter()
+    for ex in examples:
+        assert set(ex.text) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ .:\n")
+        seen.update(w.lower() for w in re.findall(r"[A-Za-z]+", ex.text))
+    assert set(seen) <= vocab
+    assert "all" not in seen and "no" not in seen
+
+
+@pytest.mark.parametrize("lo,hi", [(1, 5), (2, 4), (3, 3), (6, 8)])
+def test_hops_honour_min_max(lo, hi):
+    exs = generate(ProntoQAConfig(min_hops=lo, max_hops=hi), 60, seed=3)
+    counts = Counter(ex.hops for ex in exs)
+    assert set(counts) == set(range(lo, hi + 1))
+    assert max(counts.values()) - min(counts.values()) <= 1
+    assert all(len(ex.chain_of_thought) == 2 * ex.hops + 1 for ex in exs)
+    assert all(parse_answer(list(ex.context), ex.query) == ex.answer for ex in exs)
+
+
+def test_surface_form_and_negation_frequencies(examples):
+    forms, prop_negated = Counter(), []
+    for ex in examples:
+        for s in ex.context[:-1]:
+            forms["plural" if " are " in s else s.split()[0]] += 1
+            if isa_edge(s) is None:
+                prop_negated.append(" not " in s)
+    total = sum(forms.values())
+    assert set(forms) == {"plural", "Every", "Each"}
+    assert abs(forms["plural"] / total - 0.5) < 0.04
+    assert abs(forms["Every"] / total - 0.25) < 0.04 and abs(forms["Each"] / total - 0.25) < 0.04
+    # property rules: negated 1/3 of the time; the distractor has the opposite polarity of the asked rule
+    assert 0.25 < sum(prop_negated) / len(prop_negated) < 0.42
+    assert any(s.startswith("An ") or " an " in s for ex in examples for s in ex.context)  # "an impus"
+
+
+def test_distractor_and_context_structure(examples):
+    for ex in examples:
+        edges = [e for s in ex.context if (e := isa_edge(s))]
+        chain = [edges[0][0]] + [p for _, p in edges]  # postorder: leaf first
+        assert all(edges[i][1] == edges[i + 1][0] for i in range(len(edges) - 1))
+        rules = ex.context[:-1]
+        assert len(rules) == 2 * len(edges) + 1  # property + is-a per non-root node, plus the distractor
+        subjects = {s.split()[1] if s.split()[0] in ("Every", "Each") else PLURALS[s.split()[0].lower()]
+                    for s in rules}
+        outsiders = subjects - set(chain)
+        assert len(outsiders) == 1  # the held-out distractor concept
+        (d,) = outsiders
+        (dist_rule,) = [s for s in rules if d in s or plural(d).capitalize() in s]
+        asked = ex.chain_of_thought[-2]  # the property rule the proof uses
+        prop = asked.rstrip(".").split()[-1]
+        assert dist_rule.rstrip(".").split()[-1] == prop and ((" not " in dist_rule) != (" not " in asked))
+    no_d = generate(ProntoQAConfig(distractor=False), 50, seed=0)
+    assert all(len(ex.context) % 2 == 1 for ex in no_d)  # 2 rules per non-root node + premise
+
+
+@pytest.mark.parametrize("ordering", ["preorder", "random"])
+def test_orderings(ordering):
+    exs = generate(ProntoQAConfig(ordering=ordering, min_hops=3, max_hops=5), 60, seed=5)
+    in_order = 0
+    for ex in exs:
+        assert parse_answer(list(ex.context), ex.query) == ex.answer
+        edges = [e for s in ex.context if (e := isa_edge(s))]
+        if ordering == "preorder":  # root-down: each is-a rule's child is the next rule's parent
+            assert all(edges[i][0] == edges[i + 1][1] for i in range(len(edges) - 1))
+        in_order += all(edges[i][1] == edges[i + 1][0] for i in range(len(edges) - 1))
+    if ordering == "random":
+        assert in_order < len(exs) // 2
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"ontology": "fantasy"}, "ontology"), ({"ordering": "inorder"}, "ordering"), ({"min_hops": 0}, "min_hops"),
+    ({"max_hops": 9}, "max_hops"), ({"min_hops": 4, "max_hops": 2}, "min_hops"), ({"distractor": "yes"}, "distractor"),
+    ({"ontology": "true"}, "ontology"), ({"ontology": "false"}, "ontology"),
+])
+def test_invalid_config_raises_naming_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        ProntoQAConfig(**kwargs)
