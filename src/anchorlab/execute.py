@@ -97,10 +97,12 @@ def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress:
             if epoch is None:
                 running.discard(key)
                 n_finished += 1
-                if bar is not None:
-                    bar.set_description(f"{n_finished}/{len(todo)} runs done, {len(running)} running")
+            else:
+                running.add(key)
+            if bar is not None:
+                bar.set_description(f"{n_finished}/{len(todo)} runs done, {len(running)} running", refresh=False)
+            if epoch is None:
                 continue
-            running.add(key)
             if bar is not None:
                 bar.update(epoch - done_epochs.get(key, 0))
                 done_epochs[key] = epoch
