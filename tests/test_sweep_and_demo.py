@@ -68,3 +68,36 @@ def test_demo_end_to_end_on_a_tiny_grid(tmp_path, capsys):
     for r in saved["runs"]:
         assert abs(r["std_W_Q"] - 16 ** -r["gamma"]) < 1e-12
     assert "unseen_symmetric_acc" in capsys.readouterr().out
+
+
+def test_sweep_and_collect_commands_resume_without_redoing(tmp_path, capsys):
+    import csv
+
+    from anchorlab.cli import main
+
+    spec = write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]\n"model.n_layers" = [1, 2]')
+    out = tmp_path / "sw"
+    assert main(["sweep", spec, "--out", str(out), "--backend", "local"]) == 0
+    assert "4/4 runs done" in capsys.readouterr().out
+    first = {p: p.stat().st_mtime_ns for p in out.glob("*/summary.json")}
+    assert len(first) == 4
+    # a second invocation finds every run DONE and trains nothing
+    assert main(["sweep", spec, "--out", str(out), "--backend", "local"]) == 0
+    assert {p: p.stat().st_mtime_ns for p in out.glob("*/summary.json")} == first
+    assert main(["collect", str(out)]) == 0
+    rows = list(csv.DictReader(open(out / "summary.csv")))
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"done"}
+    assert {(r["init.gamma"], r["model.n_layers"]) for r in rows} == {("0.5", "1"), ("0.5", "2"), ("1.0", "1"),
+                                                                      ("1.0", "2")}
+    for r in rows:
+        assert float(r["best_seen_train_acc"]) >= float(r["seen_train_acc"])
+
+
+def test_collect_reports_unfinished_runs(tmp_path):
+    from anchorlab.sweep import collect
+
+    spec = load_sweep(write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]'))
+    plan(spec, tmp_path / "sw")
+    assert {r["status"] for r in collect(tmp_path / "sw")} == {"missing"}
+    with pytest.raises(ConfigError, match="sweep_dir"):
+        collect(tmp_path / "nowhere")

@@ -1,8 +1,9 @@
-"""Command line: ``anchorlab train|data|demo``; each sub-command calls one library function."""
+"""Command line: ``anchorlab train|data|demo|sweep|collect``; each sub-command calls one library function."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -34,6 +35,29 @@ def _cmd_demo(a: argparse.Namespace) -> None:
     run_demo(a.config or DEFAULT_SPEC, a.out, a.workers)
 
 
+def _cmd_sweep(a: argparse.Namespace) -> None:
+    from anchorlab.execute import run_all
+    from anchorlab.sweep import load_sweep, plan
+
+    spec = load_sweep(a.file)
+    out = Path(a.out) if a.out else Path("runs") / spec.name
+    rows = plan(spec, out)
+    workers = 1 if a.backend == "local" else a.workers
+    results = run_all([(cfg, d) for _, cfg, d in rows], workers=workers)
+    failed = [r for r in results if r.error]
+    print(f"sweep {spec.name}: {len(results) - len(failed)}/{len(results)} runs done in {out}"
+          + (f"; {len(failed)} failed: " + ", ".join(str(r.run_dir) for r in failed) if failed else ""))
+
+
+def _cmd_collect(a: argparse.Namespace) -> None:
+    from anchorlab.sweep import collect, write_csv
+
+    rows = collect(a.sweep_dir)
+    out = Path(a.out) if a.out else Path(a.sweep_dir) / "summary.csv"
+    write_csv(rows, out)
+    print(f"wrote {out}: {len(rows)} runs, {sum(r['status'] == 'done' for r in rows)} done")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="anchorlab", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -49,6 +73,17 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", default="demo_out")
     s.add_argument("--workers", type=int, default=2, help="1-thread worker processes")
     s.set_defaults(fn=_cmd_demo)
+    s = sub.add_parser("sweep", help="train every run of a grid (base config + axes)")
+    s.add_argument("file", help="sweep TOML (see configs/demo.toml)")
+    s.add_argument("--out", help="sweep directory (default runs/<name>)")
+    s.add_argument("--backend", choices=("local", "process"), default="process",
+                   help="local: in this process; process: a pool of 1-thread worker processes")
+    s.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)))
+    s.set_defaults(fn=_cmd_sweep)
+    s = sub.add_parser("collect", help="one tidy CSV row per run of a sweep directory")
+    s.add_argument("sweep_dir")
+    s.add_argument("--out", help="CSV path (default SWEEP_DIR/summary.csv)")
+    s.set_defaults(fn=_cmd_collect)
     a = p.parse_args(argv)
     try:
         a.fn(a)

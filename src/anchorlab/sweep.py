@@ -100,3 +100,46 @@ def plan(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], Run
         "runs": {cfg.run_id(): point for point, cfg, _ in rows},
     })
     return rows
+
+
+def collect(sweep_dir: str | Path) -> list[dict[str, Any]]:
+    """One row per run of a sweep: grid coordinates (from the manifest), status, and every scalar of the
+    run's summary (``best`` flattened to ``best_<metric>``). Unfinished runs report their last evaluation."""
+    sweep_dir = Path(sweep_dir)
+    manifest_path = sweep_dir / MANIFEST
+    if not manifest_path.is_file():
+        raise ConfigError(f"sweep_dir: {sweep_dir} has no {MANIFEST}; run `anchorlab sweep` into it first")
+    manifest = rundir.read_json(manifest_path)
+    rows = []
+    for run_id, point in manifest["runs"].items():
+        d = sweep_dir / run_id
+        row: dict[str, Any] = {"run_id": run_id, **point}
+        if rundir.is_done(d):
+            s = rundir.read_json(d / rundir.SUMMARY)
+            row["status"] = "done"
+        else:
+            hist = rundir.read_metrics(d)
+            s = hist[-1] if hist else {}
+            row["status"] = "running" if hist else "missing"
+        for k, v in s.items():
+            if isinstance(v, (int, float, str)) and not isinstance(v, bool) and k not in row:
+                row[k] = v
+            elif k == "best" and isinstance(v, dict):
+                row.update({f"best_{m}": x for m, x in v.items()})
+        rows.append(row)
+    return rows
+
+
+def write_csv(rows: list[dict[str, Any]], path: str | Path) -> None:
+    """Write rows (dicts, possibly with different keys) as one CSV with the union of columns, atomically."""
+    import csv
+    import io
+
+    columns: list[str] = []
+    for r in rows:
+        columns += [k for k in r if k not in columns]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    rundir.write_atomic(Path(path), buf.getvalue())
