@@ -91,6 +91,9 @@ def test_sweep_and_collect_commands_resume_without_redoing(tmp_path, capsys):
                                                                       ("1.0", "2")}
     for r in rows:
         assert float(r["best_seen_train_acc"]) >= float(r["seen_train_acc"])
+    assert main(["figure", "p1-fig2", str(out), "--out", str(tmp_path / "fig")]) == 0
+    grid = list(csv.DictReader(open(tmp_path / "fig" / "p1-fig2.csv")))
+    assert len(grid) == 4 and (tmp_path / "fig" / "p1-fig2.png").stat().st_size > 10_000
 
 
 def test_collect_reports_unfinished_runs(tmp_path):

@@ -1,4 +1,4 @@
-"""Command line: ``anchorlab train|data|demo|sweep|collect``; each sub-command calls one library function."""
+"""Command line: ``anchorlab train|data|demo|sweep|collect|figure``; each sub-command calls one library function."""
 
 from __future__ import annotations
 
@@ -58,6 +58,13 @@ def _cmd_collect(a: argparse.Namespace) -> None:
     print(f"wrote {out}: {len(rows)} runs, {sum(r['status'] == 'done' for r in rows)} done")
 
 
+def _cmd_figure(a: argparse.Namespace) -> None:
+    from anchorlab.report import FIGURES
+
+    path = FIGURES[a.name](a.source, a.out, use_best_epoch=a.best_epoch)
+    print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="anchorlab", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -84,6 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("sweep_dir")
     s.add_argument("--out", help="CSV path (default SWEEP_DIR/summary.csv)")
     s.set_defaults(fn=_cmd_collect)
+    s = sub.add_parser("figure", help="draw a paper figure from a sweep or run directory (PNG + CSV)")
+    s.add_argument("name", choices=("p1-fig2",))
+    s.add_argument("source", help="sweep directory")
+    s.add_argument("--out", default="figures")
+    s.add_argument("--best-epoch", action="store_true",
+                   help="per run, the best value over evaluations (the authors' plots) instead of the final one")
+    s.set_defaults(fn=_cmd_figure)
     a = p.parse_args(argv)
     try:
         a.fn(a)

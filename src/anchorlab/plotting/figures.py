@@ -54,3 +54,31 @@ def outcome_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str
     body = ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in cells]
     return "\n".join([line, sep, *body])
 
+
+
+def plot_phase_diagrams(xs: Sequence[Any], ys: Sequence[Any], grids: dict[str, Any], mask: Any,
+                        xlabel: str = "γ", ylabel: str = "depth") -> Figure:
+    """One heatmap per metric over (x, y), values annotated, hatched where ``mask`` (P1 Fig. 2a/2b)."""
+    import numpy as np
+
+    with style():
+        fig, axes = plt.subplots(1, len(grids), figsize=(3.6 * len(grids), 3.0), squeeze=False)
+        for ax, (title, grid) in zip(axes[0], grids.items()):
+            im = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=1, aspect="auto")
+            for i in range(len(ys)):
+                for j in range(len(xs)):
+                    if np.isfinite(grid[i, j]):
+                        ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                                color="white" if grid[i, j] < 0.6 else "black")
+                    if mask[i, j]:
+                        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
+                                                   edgecolor="0.85", lw=0))
+            ax.set_xticks(range(len(xs)), [f"{v:g}" if isinstance(v, float) else str(v) for v in xs])
+            ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.set_title(title)
+            ax.grid(False)
+            fig.colorbar(im, ax=ax, fraction=0.046)
+        fig.tight_layout()
+    return fig
