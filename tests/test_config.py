@@ -77,3 +77,13 @@ def test_demo_sweep_loads():
 
     spec = load_sweep(CONFIGS / "demo.toml")
     assert len(spec.configs()) == 9
+
+
+@pytest.mark.parametrize("path", sorted((CONFIGS / "sweeps").glob("*.toml")), ids=lambda p: p.name)
+def test_every_sweep_file_expands_and_validates(path):
+    from anchorlab.sweep import load_sweep
+
+    spec = load_sweep(path)
+    configs = spec.configs()
+    assert len(configs) == len(spec.points()) > 0
+    assert len({cfg.run_id() for _, cfg in configs}) == len(configs)  # every grid point is a distinct run
