@@ -172,3 +172,27 @@ def test_load_model_round_trip(tmp_path):
         ref.load_state_dict(load_checkpoint(tmp_path))
         torch.testing.assert_close(last(x), ref(x), rtol=0, atol=0)
         assert not torch.equal(last(x), model0(x))
+
+
+def test_plots_return_figures():
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from anchorlab.plotting.mechanisms import (
+        plot_cosine_heatmap,
+        plot_embedding_pca,
+        plot_information_flow,
+        plot_spectra,
+    )
+
+    flow = np.stack([np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None]] * 2)
+    C = neuron_cosine(np.random.default_rng(0).normal(size=(6, 3)))
+    coords, ratio = pca_2d(np.random.default_rng(1).normal(size=(8, 5)))
+    figs = [plot_information_flow(flow, [35, 99, 4, 3], min_weight=0.1, title="t"),
+            plot_cosine_heatmap(C, boxes=np.eye(6, dtype=bool), tick_labels=range(6), title="t"),
+            plot_embedding_pca(coords, range(8), explained=ratio),
+            plot_spectra([{"a": np.array([3.0, 1.0, 0.0]), "b": np.array([1.0])}, {"a": np.array([2.0, 2.0])}],
+                         labels=["x", "y"], normalize=True)]
+    assert all(isinstance(f, Figure) for f in figs)
+    for f in figs:
+        plt.close(f)
