@@ -1,0 +1,25 @@
+"""P1 mechanism analyses (SPEC §I.7 E3-E10): pure functions on weights and activations, plus a run loader.
+
+Modules: :mod:`.attention` (E3 information flow), :mod:`.embeddings` (E4/E5/E6/E8 vectors, PCA, cosines),
+:mod:`.condensation` (E7 W_Q neuron grouping), :mod:`.spectra` (E9 covariance eigenvalues, E10 singular
+values), :mod:`.summary` (scalars for run metrics). t-SNE is not implemented; PCA stands in for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torch import nn
+
+from anchorlab import rundir
+from anchorlab.config import RunConfig
+from anchorlab.models import build_model
+
+
+def load_model(run_dir: str | Path, step: int | None = None) -> tuple[nn.Module, RunConfig]:
+    """Rebuild the model of ``run_dir`` from its ``config.json`` and load the weights kept at ``step``
+    (default: the last kept step). Returns (model in eval mode on the CPU, config)."""
+    cfg = rundir.read_config(Path(run_dir))
+    model = build_model(cfg.model, cfg.task.vocab_size)
+    model.load_state_dict(rundir.load_checkpoint(Path(run_dir), step), strict=True)
+    return model.eval(), cfg

@@ -1,0 +1,77 @@
+"""E3 information flow: head-averaged softmax attention of one input, and the probe input it is drawn for."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from anchorlab.config import CompositeTaskConfig
+
+# The authors' fixed noise template (C-cc fig4/figD): key at index 2, anchors at 3 and 4; the three
+# zeros are overwritten by key, a1, a2.
+DEFAULT_TEMPLATE = (35, 63, 0, 0, 0, 38, 42, 36, 62)
+DEFAULT_KEY_POS = 2
+
+
+def probe_tokens(task_cfg: CompositeTaskConfig, keys: Sequence[int], pair: Sequence[int],
+                 template: Sequence[int] = DEFAULT_TEMPLATE, key_pos: int = DEFAULT_KEY_POS) -> Tensor:
+    """Token batch [len(keys), seq_len]: ``template`` with key at ``key_pos`` and the pair right after it."""
+    if len(template) != task_cfg.seq_len:
+        raise ValueError(f"template has {len(template)} tokens; the task's seq_len is {task_cfg.seq_len}")
+    if not 0 <= key_pos <= task_cfg.seq_len - 3:
+        raise ValueError(f"key_pos {key_pos} leaves no room for two anchors in {task_cfg.seq_len} positions")
+    a1, a2 = pair
+    x = torch.tensor(template, dtype=torch.long).repeat(len(keys), 1)
+    x[:, key_pos] = torch.as_tensor(list(keys), dtype=torch.long)
+    x[:, key_pos + 1], x[:, key_pos + 2] = a1, a2
+    return x
+
+
+def default_probe_input(task_cfg: CompositeTaskConfig, key: int = 99, pair: Sequence[int] = (4, 3),
+                        template: Sequence[int] = DEFAULT_TEMPLATE, key_pos: int = DEFAULT_KEY_POS) -> Tensor:
+    """The E3 input (Fig. 3): key 99, held-out pair (4, 3), in the authors' template. Shape [1, seq_len]."""
+    return probe_tokens(task_cfg, [key], pair, template, key_pos)
+
+
+def information_flow(patterns: Sequence[Tensor | np.ndarray] | Mapping[str, Tensor]) -> np.ndarray:
+    """Head-averaged attention probabilities per layer, [n_layers, P (query k), P (key j)].
+
+    ``patterns`` is a list of per-layer softmax patterns [H, Q, P] (or [1, H, Q, P]), or a
+    ``run_with_cache`` cache holding ``blocks.{l}.attn.hook_pattern`` [1, H, Q, P] for one input.
+    """
+    if isinstance(patterns, Mapping):
+        names = sorted((n for n in patterns if n.endswith("attn.hook_pattern")), key=lambda n: int(n.split(".")[1]))
+        if not names:
+            raise KeyError("the cache holds no blocks.*.attn.hook_pattern entries")
+        patterns = [patterns[n] for n in names]
+    out = []
+    for p in patterns:
+        a = p.detach().cpu().numpy() if isinstance(p, Tensor) else np.asarray(p)
+        if a.ndim == 4:
+            if a.shape[0] != 1:
+                raise ValueError(f"information_flow is for one input; got a batch of {a.shape[0]}")
+            a = a[0]
+        if a.ndim != 3:
+            raise ValueError(f"expected a pattern [H, Q, P], got shape {a.shape}")
+        out.append(a.astype(np.float64).mean(axis=0))
+    return np.stack(out)
+
+
+def flow_edges(flow: np.ndarray, min_weight: float = 0.0) -> list[tuple[int, int, int, float]]:
+    """Edges (layer l, query k, key j, weight) with ``flow[l, k, j] >= min_weight`` and weight > 0,
+    sorted by layer, then query, then key. An edge carries position j of layer l to position k of layer l+1."""
+    flow = np.asarray(flow)
+    ls, ks, js = np.nonzero((flow >= min_weight) & (flow > 0))
+    return [(int(l_), int(k), int(j), float(flow[l_, k, j])) for l_, k, j in zip(ls, ks, js)]
+
+
+def probe_information_flow(model: torch.nn.Module, tokens: Tensor) -> np.ndarray:
+    """:func:`information_flow` of ``model`` on one input ``tokens`` [1, P] (runs the model once)."""
+    from anchorlab.models.hooks import run_with_cache
+
+    names = [f"blocks.{i}.attn.hook_pattern" for i in range(len(model.blocks))]
+    _, cache = run_with_cache(model, tokens, names=names)
+    return information_flow(cache)

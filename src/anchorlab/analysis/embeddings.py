@@ -1,0 +1,91 @@
+"""E4/E5/E6/E8 vectors and their geometry: fused last-token vectors, value rows, PCA, cosine matrices."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from anchorlab.analysis.attention import DEFAULT_KEY_POS, DEFAULT_TEMPLATE, probe_tokens
+from anchorlab.config import CompositeTaskConfig
+from anchorlab.models.hooks import run_with_cache
+from anchorlab.tasks.composite import pair_shift
+
+
+def _np(X: np.ndarray | Tensor) -> np.ndarray:
+    return X.detach().cpu().double().numpy() if isinstance(X, Tensor) else np.asarray(X, dtype=np.float64)
+
+
+def pca_2d(X: np.ndarray | Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Project the rows of X [n, d] on their two leading principal components (centred, via SVD).
+
+    Returns (coords [n, 2], explained variance ratio [2]). Stands in for the paper's t-SNE (not implemented).
+    """
+    X = _np(X)
+    Xc = X - X.mean(axis=0, keepdims=True)
+    U, s, _ = np.linalg.svd(Xc, full_matrices=False)
+    total = (s ** 2).sum()
+    coords = np.zeros((len(X), 2))
+    m = min(2, len(s))
+    coords[:, :m] = U[:, :m] * s[:m]
+    ratio = np.zeros(2)
+    if total > 0:
+        ratio[:m] = s[:m] ** 2 / total
+    return coords, ratio
+
+
+def cosine_matrix(X: np.ndarray | Tensor, Y: np.ndarray | Tensor | None = None, eps: float = 1e-12) -> np.ndarray:
+    """cos(X[i], Y[j]) -> [len(X), len(Y)] (Y defaults to X); zero rows give 0."""
+    X = _np(X)
+    Y = X if Y is None else _np(Y)
+    Xn = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), eps)
+    Yn = Y / np.maximum(np.linalg.norm(Y, axis=1, keepdims=True), eps)
+    return Xn @ Yn.T
+
+
+def fused_vectors(model: nn.Module, task_cfg: CompositeTaskConfig, keys: Sequence[int], pair: Sequence[int],
+                  template: Sequence[int] = DEFAULT_TEMPLATE, key_pos: int = DEFAULT_KEY_POS,
+                  layer: int = 1) -> np.ndarray:
+    """E5 v(x; a1, a2): last-token rows of ``blocks.{layer}.hook_resid_mid`` (post-LN: the paper's X^{ao(2)}
+    for layer 1) for each key in ``keys`` with anchors ``pair`` in ``template``. Shape [len(keys), D]."""
+    x = probe_tokens(task_cfg, keys, pair, template, key_pos)
+    name = f"blocks.{layer}.hook_resid_mid"
+    _, cache = run_with_cache(model, x, names=[name])
+    return _np(cache[name][:, -1])
+
+
+def anchor_value_vectors(model: nn.Module, task_cfg: CompositeTaskConfig, keys: Sequence[int], anchor: int,
+                         template: Sequence[int] = DEFAULT_TEMPLATE, key_pos: int = DEFAULT_KEY_POS,
+                         layer: int = 1) -> np.ndarray:
+    """E6 u(x; a1): rows of V^{(layer)} = ``blocks.{layer}.attn.hook_v`` at the first-anchor position,
+    heads concatenated, [len(keys), H*K]. The second anchor is set to ``anchor`` too; it cannot affect
+    this position because attention is causal."""
+    x = probe_tokens(task_cfg, keys, (anchor, anchor), template, key_pos)
+    name = f"blocks.{layer}.attn.hook_v"
+    _, cache = run_with_cache(model, x, names=[name])
+    v_BPHK = cache[name]
+    return _np(v_BPHK[:, key_pos + 1].reshape(len(keys), -1))
+
+
+def embedding_rows(model: nn.Module, tokens: Sequence[int]) -> np.ndarray:
+    """E8/E9: rows of ``embed.W_E`` for ``tokens`` (e.g. items ``range(20, 100)``), [len(tokens), D]."""
+    with torch.no_grad():
+        return _np(model.embed.W_E[torch.as_tensor(list(tokens), dtype=torch.long)])
+
+
+def equal_target_mask(keys1: Sequence[int], pair1: Sequence[int], keys2: Sequence[int], pair2: Sequence[int],
+                      task_cfg: CompositeTaskConfig) -> np.ndarray:
+    """Boolean [len(keys1), len(keys2)]: True where f(keys1[i]; pair1) == f(keys2[j]; pair2) under the
+    designated pair shifts (the red boxes of Fig. 4a,b)."""
+    t1 = np.asarray(keys1) + pair_shift(task_cfg, *pair1)
+    t2 = np.asarray(keys2) + pair_shift(task_cfg, *pair2)
+    return t1[:, None] == t2[None, :]
+
+
+def equal_anchor_target_mask(keys1: Sequence[int], anchor1: int, keys2: Sequence[int], anchor2: int,
+                             task_cfg: CompositeTaskConfig) -> np.ndarray:
+    """Boolean [len(keys1), len(keys2)]: True where g(keys1[i]; anchor1) == g(keys2[j]; anchor2) (Fig. 4c)."""
+    shift = dict(zip(task_cfg.anchors, task_cfg.shifts))
+    return (np.asarray(keys1) + shift[anchor1])[:, None] == (np.asarray(keys2) + shift[anchor2])[None, :]

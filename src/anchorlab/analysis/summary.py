@@ -1,0 +1,33 @@
+"""Scalar mechanism indicators of one model, for adding to run metrics (SPEC E7, E9, E10)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from torch import nn
+
+from anchorlab.analysis.condensation import greedy_groups, neuron_cosine, wq_neurons
+from anchorlab.analysis.embeddings import embedding_rows
+from anchorlab.analysis.spectra import embedding_covariance_eigs, linear_layer_spectra, stable_rank, top_eig_share
+
+
+def mechanism_scalars(model: nn.Module, threshold: float = 0.7,
+                      embed_tokens: Sequence[int] | None = None) -> dict[str, float]:
+    """Flat dict of scalars:
+
+    * ``wq0_n_groups``: greedy groups of W_Q layer-0 neurons at ``threshold``; ``wq0_largest_group_frac``:
+      size of the largest group / number of neurons.
+    * ``stable_rank/<param>``: Σ(s_i/s_max)² of every 2-D/3-D weight (see ``linear_layer_spectra``).
+    * ``embed_cov_top_share``: top eigenvalue / trace of the covariance of the W_E rows of
+      ``embed_tokens`` (default: every row; pass the item tokens, e.g. ``range(20, 100)``, to follow E8/E9).
+    """
+    C = neuron_cosine(wq_neurons(model, 0))
+    groups = greedy_groups(C, threshold)
+    out: dict[str, float] = {"wq0_n_groups": float(len(groups)),
+                             "wq0_largest_group_frac": max(len(g) for g in groups) / len(C)}
+    for name, s in linear_layer_spectra(model).items():
+        out[f"stable_rank/{name}"] = stable_rank(s)
+    tokens = range(model.embed.W_E.shape[0]) if embed_tokens is None else embed_tokens
+    out["embed_cov_top_share"] = top_eig_share(embedding_covariance_eigs(embedding_rows(model, tokens)))
+    return {k: float(np.float64(v)) for k, v in out.items()}
