@@ -165,3 +165,46 @@ def test_tiny_training_run(tmp_path, model):
     assert s["group_acc"].keys() == {"mem", "rsn_train", "rsn_test"}
     assert s["n_train"] == 1980 and s["steps"] == 2 * 19
     assert hist[-1]["train_loss"] < hist[0]["train_loss"]  # it learns something
+
+
+CONFIGS = __import__("pathlib").Path(__file__).resolve().parents[1] / "configs" / "p2"
+
+
+def test_p2_paper_configs():
+    t = load_config(CONFIGS / "transformer_paper.toml")
+    assert t.task == MemRsnTaskConfig() and t.model.name == "gpt"
+    assert (t.model.d_model, t.model.d_head, t.model.d_mlp, t.model.n_layers, t.model.n_heads) == (200, 64, 512, 2, 1)
+    e = load_config(CONFIGS / "emb_mlp_paper.toml")
+    assert e.task.seq_len == 3 and (e.model.name, e.model.d_model, e.model.d_mlp, e.model.act) == (
+        "emb_mlp", 200, 512, "tanh")
+    for c in (t, e):
+        tr = c.train
+        assert (tr.batch_size, tr.schedule, tr.lr, tr.grad_clip, tr.weight_decay, tr.epochs) == (
+            100, "constant", 1e-5, 1.0, 0.01, 1000)
+        assert c.init.gamma == 0.8
+
+
+def test_train_command_prints_p2_headline(tmp_path, capsys):
+    out = tmp_path / "r"
+    args = ["train", "--out", str(out), "--set", "task.name='mem_rsn'", "--set", "task.data_size=2000",
+            "--set", "task.seq_len=3", "--set", "model.name='emb_mlp'", "--set", "model.d_model=16",
+            "--set", "model.d_mlp=16", "--set", "train.epochs=1", "--set", "train.batch_size=100",
+            "--set", "train.threads=1"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert (out / "DONE").exists() and "rsn_test_acc" in printed and "mem_acc" in printed
+
+
+def test_progress_postfix_is_task_aware(tmp_path):
+    from anchorlab.metrics import progress_postfix
+
+    p1 = {"loss": 1.23456, "seen_train_acc": 0.5, "seen_test_acc": 0.25, "unseen_inferential_acc": 0.5,
+          "unseen_symmetric_acc": 0.125}
+    assert progress_postfix(p1) == {"loss": "1.23", "seen": "0.25", "inf": "0.50", "sym": "0.12"}
+    p2 = {"loss": 0.5, "mem_acc": 0.1, "rsn_train_acc": 0.9, "rsn_test_acc": 0.8}
+    assert progress_postfix(p2) == {"loss": "0.5", "mem": "0.10", "rsn": "0.90", "test": "0.80"}
+    # the progress bar path of train() runs on the P2 task
+    cfg = load_config(None, ["task.name='mem_rsn'", "task.data_size=2000", "task.seq_len=3", "model.name='emb_mlp'",
+                             "model.d_model=8", "model.d_mlp=8", "train.epochs=1", "train.batch_size=500",
+                             "train.threads=1"])
+    assert train(cfg, tmp_path / "bar", show_progress=True)["epochs"] == 1
