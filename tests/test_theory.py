@@ -128,3 +128,16 @@ def test_compare_cosine():
     assert 0 < r["pearson_r"] < 0.99 and r["row"].shape == (10,)
     with pytest.raises(ValueError):
         compare_cosine(theory, theory[:5, :5])
+
+
+def test_mixed_tuples_enter_the_distributions():
+    cfg = MemRsnTaskConfig(key_min=5, key_max=6, mem_anchors=(1,), rsn_anchors=(2, 3), masked=(), seq_len=3,
+                           data_size=90_000, vocab_size=13, include_mixed=True)
+    exact = label_distribution_exact(cfg)
+    # anchor 2 by token count: (2,2) x2 -> Z+4, (2,3), (3,2) -> Z+5, (1,2), (2,1) -> looked up, U(Z)
+    want = (2 * (np.eye(13)[9] + np.eye(13)[10]) / 2 + 2 * (np.eye(13)[10] + np.eye(13)[11]) / 2
+            + 2 * (np.eye(13)[5] + np.eye(13)[6]) / 2) / 6
+    assert np.allclose(exact[2], want)
+    emp = label_distribution_empirical(make_task_data(cfg, 4), [2], count="token")
+    # the 4 looked-up labels of this seed only match U(Z) in expectation: compare their total mass
+    assert np.abs(emp[2][9:] - want[9:]).max() < 0.01 and emp[2][5:7].sum() == pytest.approx(1 / 3, abs=0.01)
