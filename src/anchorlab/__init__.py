@@ -13,6 +13,11 @@ Glossary (one meaning per symbol, used in code, configs and docs):
 - inferential answer on the held-out pair (4,3): x - 10 (the composition); symmetric answer: x - 6
   (the mapping of the seen reversed pair (3,4)).
 - xel / xm0: train-type / test-type keys (key mod 9 != / == its position).
+- P2 (``mem_rsn`` task): keys Z = key_min..key_max; ``q`` anchors follow the key; memory anchors A_mem
+  (label looked up once per (key, anchors) from U(Z)) and reasoning anchors A_rsn (label key + sum of the
+  anchors); D_mem, D_rsn,train, D_rsn,test (the masked reasoning tuples); d_vob = d_vocab.
+- Emb-MLP: G(X) = act(sum of W_E rows of X @ W_in) @ W_U, with ``W_U`` [F, V] there (d_in = F).
+- P^s: the label distribution of rows containing anchor s (:mod:`anchorlab.theory`).
 """
 
 __version__ = "0.1.0"

@@ -11,12 +11,13 @@ from anchorlab.config import ConfigError, load_config
 
 
 def _cmd_train(a: argparse.Namespace) -> None:
+    from anchorlab.metrics import HEADLINE
     from anchorlab.train import train
 
     cfg = load_config(a.config, a.set)
     out = Path(a.out) if a.out else Path("runs") / cfg.run_id()
     summary = train(cfg, out)
-    keys = ("seen_train_acc", "seen_test_acc", "unseen_inferential_acc", "unseen_symmetric_acc", "final_train_loss")
+    keys = (*HEADLINE[cfg.task.name], "final_train_loss")
     print(f"run {out}: " + ", ".join(f"{k} {summary[k]:.4g}" for k in keys))
 
 

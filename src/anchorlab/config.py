@@ -80,7 +80,53 @@ class CompositeTaskConfig:
         return [special.get((a, b), d[a] + d[b]) for a in self.anchors for b in self.anchors]
 
 
-TASK_CONFIGS: dict[str, type] = {"composite": CompositeTaskConfig}
+@dataclass(frozen=True)
+class MemRsnTaskConfig:
+    """P2 anchor task (SPEC §II.1): memory anchors map (key, anchors) to a looked-up label, reasoning
+    anchors to key + sum(anchors). Defaults are the paper's §3.1 configuration; [INF] choices in comments."""
+
+    name: Literal["mem_rsn"] = "mem_rsn"
+    key_min: int = 21  # keys Z = key_min..key_max (keys and noise are uniform on Z)
+    key_max: int = 120
+    mem_anchors: tuple[int, ...] = tuple(range(1, 11))  # A_mem
+    rsn_anchors: tuple[int, ...] = tuple(range(11, 21))  # A_rsn
+    q: int = 2  # anchors per sequence, consecutive, right after the key
+    seq_len: int = 9  # L; seq_len = q + 1 puts the key at position 0 with no noise (the Emb-MLP task)
+    masked: tuple[tuple[int, ...], ...] = ((11, 13), (13, 11))  # reasoning tuples held out = D_rsn,test
+    data_size: int = 200_000  # all rows, masked tuples included [INF]; equal rows per anchor tuple
+    vocab_size: int = 200
+    include_mixed: bool = False  # [INF] also generate tuples mixing both kinds, labelled by lookup
+
+    def validate(self) -> None:
+        mem, rsn = set(self.mem_anchors), set(self.rsn_anchors)
+        for f, s, t in (("task.mem_anchors", mem, self.mem_anchors), ("task.rsn_anchors", rsn, self.rsn_anchors)):
+            _check(len(t) >= 1 and len(s) == len(t) and all(a > 0 for a in t), f,
+                   "a non-empty list of distinct positive integers (token 0 is reserved)")
+        _check(not mem & rsn, "task.rsn_anchors", f"anchors disjoint from task.mem_anchors {sorted(mem)}")
+        _check(0 < self.key_min <= self.key_max, "task.key_min", "0 < key_min <= key_max")
+        _check(not any(self.key_min <= a <= self.key_max for a in mem | rsn), "task.mem_anchors",
+               f"anchors outside the key range {self.key_min}..{self.key_max}")
+        _check(self.q >= 1, "task.q", "an integer >= 1")
+        _check(self.seq_len >= self.q + 1, "task.seq_len", f"an integer >= q + 1 = {self.q + 1}")
+        for t in self.masked:
+            _check(len(t) == self.q and set(t) <= rsn, "task.masked",
+                   f"tuples of q = {self.q} reasoning anchors from {sorted(rsn)}")
+        n = self.n_combinations
+        _check(self.data_size > 0 and self.data_size % n == 0, "task.data_size",
+               f"a positive multiple of the {n} anchor tuples (equal rows per tuple)")
+        hi = max(self.key_max + self.q * max(self.rsn_anchors), self.key_max, max(mem | rsn))
+        _check(hi < self.vocab_size, "task.vocab_size", f"an integer > {hi} so that every token and label is a token")
+
+    @property
+    def n_combinations(self) -> int:
+        """Number of ordered anchor tuples generated: |A_mem|^q + |A_rsn|^q (+ mixed ones)."""
+        n_mem, n_rsn = len(self.mem_anchors), len(self.rsn_anchors)
+        if self.include_mixed:
+            return (n_mem + n_rsn) ** self.q
+        return n_mem ** self.q + n_rsn ** self.q
+
+
+TASK_CONFIGS: dict[str, type] = {"composite": CompositeTaskConfig, "mem_rsn": MemRsnTaskConfig}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -91,7 +137,7 @@ TASK_CONFIGS: dict[str, type] = {"composite": CompositeTaskConfig}
 class ModelConfig:
     """Decoder-only Transformer (SPEC §I.3). Defaults are P1's paper sizes (2,732,201 parameters)."""
 
-    name: Literal["gpt"] = "gpt"
+    name: Literal["gpt", "emb_mlp"] = "gpt"  # "emb_mlp": P2's Emb-MLP (uses d_model, d_mlp, act only)
     d_model: int = 400
     n_heads: int = 1
     d_head: int = 200  # d_k = d_v
@@ -182,7 +228,7 @@ class SeedConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
-    task: CompositeTaskConfig = field(default_factory=CompositeTaskConfig)
+    task: CompositeTaskConfig | MemRsnTaskConfig = field(default_factory=CompositeTaskConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     init: InitConfig = field(default_factory=InitConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -191,6 +237,10 @@ class RunConfig:
     def validate(self) -> RunConfig:
         for part in (self.task, self.model, self.init, self.train):
             part.validate()
+        if self.model.name == "emb_mlp":  # the Emb-MLP reads a bag (z, a_1..a_q): p = 1, L = q + 1
+            q = getattr(self.task, "q", 2)
+            _check(self.task.seq_len == q + 1, "task.seq_len",
+                   f"q + 1 = {q + 1} when model.name = 'emb_mlp' (inputs are exactly (key, anchors))")
         return self
 
     def to_dict(self) -> dict[str, Any]:

@@ -72,6 +72,8 @@ def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress:
                 results.append(RunResult(d, None, traceback.format_exc()))
         return results
 
+    from anchorlab.metrics import progress_postfix
+
     ctx = mp.get_context("spawn")  # fork after torch has started threads is unsafe
     queue = ctx.Queue()  # no Manager process: nothing outlives a killed parent
     total_epochs = sum(c.train.epochs for c, _ in todo)
@@ -106,9 +108,7 @@ def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress:
             if bar is not None:
                 bar.update(epoch - done_epochs.get(key, 0))
                 done_epochs[key] = epoch
-                bar.set_postfix({"loss": f"{status['loss']:.3g}", "seen": f"{status['seen_test_acc']:.2f}",
-                                 "inf": f"{status['unseen_inferential_acc']:.2f}",
-                                 "sym": f"{status['unseen_symmetric_acc']:.2f}"}, refresh=False)
+                bar.set_postfix(progress_postfix(status), refresh=False)
         results = pending.get()
     if bar is not None:
         bar.close()

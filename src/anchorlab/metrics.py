@@ -72,7 +72,34 @@ def composite_metrics(data: TaskData, task_cfg: Any, pred: np.ndarray, loss: np.
     return m
 
 
-TASK_METRICS = {"composite": composite_metrics}
+def mem_rsn_metrics(data: TaskData, task_cfg: Any, pred: np.ndarray, loss: np.ndarray) -> dict[str, Any]:
+    """P2 metrics (SPEC §II.6 F2/F3): loss and accuracy on D_mem (``mem_``), D_rsn,train (``rsn_train_``),
+    D_rsn,test (``rsn_test_``) and, if generated, the mixed tuples (``mixed_``); ``train_loss`` over the
+    training rows; ``group_acc`` per group."""
+    correct = pred == data.targets
+    subset = data.extra["subset"]
+    m: dict[str, Any] = {"train_loss": _mean(loss[data.in_train])}
+    for code, name in enumerate(data.group_names):  # the groups are the subsets, in SUBSETS order
+        rows = subset == code
+        m[f"{name}_acc"], m[f"{name}_loss"] = _mean(correct[rows]), _mean(loss[rows])
+    m["group_acc"] = {name: _mean(correct[data.group == g]) for g, name in enumerate(data.group_names)}
+    return m
+
+
+TASK_METRICS = {"composite": composite_metrics, "mem_rsn": mem_rsn_metrics}
+# Per task: the metrics whose best value the run summary keeps and that progress reports carry.
+HEADLINE = {"composite": ("seen_train_acc", "seen_test_acc", "unseen_inferential_acc", "unseen_symmetric_acc"),
+            "mem_rsn": ("mem_acc", "rsn_train_acc", "rsn_test_acc")}
+# Short progress-bar labels of the headline metrics shown there (in this order, after the loss).
+BAR_LABELS = {"seen_test_acc": "seen", "unseen_inferential_acc": "inf", "unseen_symmetric_acc": "sym",
+              "mem_acc": "mem", "rsn_train_acc": "rsn", "rsn_test_acc": "test"}
+
+
+def progress_postfix(status: dict[str, Any]) -> dict[str, str]:
+    """Progress-bar fields of a status line {"loss": ..., headline metric: value}: loss, then short labels."""
+    out = {"loss": f"{status['loss']:.3g}"}
+    out.update({label: f"{status[k]:.2f}" for k, label in BAR_LABELS.items() if status.get(k) is not None})
+    return out
 
 
 def evaluate(model: nn.Module, data: TaskData, inputs: Tensor, targets: Tensor, task_cfg: Any,

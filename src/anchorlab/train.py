@@ -15,12 +15,11 @@ from torch import nn
 from anchorlab import rundir
 from anchorlab.config import RunConfig
 from anchorlab.init import apply_init, count_parameters, init_std
-from anchorlab.metrics import evaluate
+from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
 from anchorlab.schedule import lr_at
 from anchorlab.tasks import TaskData, make_task_data
 
-HEADLINE = ("seen_train_acc", "seen_test_acc", "unseen_inferential_acc", "unseen_symmetric_acc")
 # Called after every epoch with (epochs done, total epochs, latest metrics); replaces the tqdm bar.
 ProgressFn = Callable[[int, int, dict[str, Any]], None]
 
@@ -122,11 +121,9 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
             rundir.save_checkpoint(run_dir, model, step, epoch)
         if epoch % tc.resume_every == 0 or final:
             rundir.save_resume(run_dir, model, opt, step, epoch)
-        status_line = {"loss": epoch_loss, **{k: last.get(k) for k in HEADLINE}}
+        status_line = {"loss": epoch_loss, **{k: last.get(k) for k in HEADLINE[cfg.task.name]}}
         if bar is not None:
-            bar.set_postfix({"loss": f"{epoch_loss:.3g}", "seen": f"{last['seen_test_acc']:.2f}",
-                             "inf": f"{last['unseen_inferential_acc']:.2f}",
-                             "sym": f"{last['unseen_symmetric_acc']:.2f}"}, refresh=False)
+            bar.set_postfix(progress_postfix(status_line), refresh=False)
             bar.update(1)
         elif progress is not None:
             progress(epoch, tc.epochs, status_line)
@@ -160,6 +157,6 @@ def make_summary(cfg: RunConfig, run_dir: Path, model: nn.Module, steps_per_epoc
         "epochs": final["epoch"],
         **{k: v for k, v in final.items() if k not in ("step", "epoch", "lr", "group_acc")},
         "final_train_loss": final["train_loss"],
-        "best": {k: max(r[k] for r in history) for k in HEADLINE},
+        "best": {k: max(r[k] for r in history) for k in HEADLINE[cfg.task.name]},
         "group_acc": final["group_acc"],
     }

@@ -6,8 +6,9 @@ from typing import Any
 
 from anchorlab.tasks.base import TaskData
 from anchorlab.tasks.composite import generate_composite
+from anchorlab.tasks.mem_rsn import generate_mem_rsn
 
-GENERATORS = {"composite": generate_composite}
+GENERATORS = {"composite": generate_composite, "mem_rsn": generate_mem_rsn}
 
 
 def make_task_data(task_cfg: Any, seed: int) -> TaskData:
