@@ -390,15 +390,21 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def parse_toml_file(path: str | Path, field_name: str = "config") -> dict[str, Any]:
+    """The TOML file's content; a missing or invalid file is a ConfigError naming ``field_name``."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{field_name}: file {str(path)!r} does not exist")
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{field_name}: {path} is not valid TOML ({e})") from None
+
+
 def read_toml(path: str | Path) -> dict[str, Any]:
     """Read a TOML config; a top-level ``base = "other.toml"`` (relative to this file) is merged first."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config: file {str(path)!r} does not exist")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"config: {path} is not valid TOML ({e})") from None
+    data = parse_toml_file(path)
     base = data.pop("base", None)
     if base is not None:
         data = merge(read_toml(path.parent / base), data)

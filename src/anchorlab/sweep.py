@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import copy
 import itertools
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from anchorlab import rundir
-from anchorlab.config import ConfigError, RunConfig, from_dict, merge, read_toml, set_dotted
+from anchorlab.config import ConfigError, RunConfig, from_dict, merge, parse_toml_file, read_toml, set_dotted
 
 MANIFEST = "sweep.json"
 SEED_KEYS = ("seeds.data_seed", "seeds.init_seed", "seeds.train_seed")
@@ -58,12 +57,7 @@ class SweepSpec:
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read a sweep file; errors name the offending field."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"sweep: file {str(path)!r} does not exist")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"sweep: {path} is not valid TOML ({e})") from None
+    data = parse_toml_file(path, "sweep")
     unknown = sorted(set(data) - {"name", "base", "set", "axes"})
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown sweep key; allowed keys are name, base, set, axes")
