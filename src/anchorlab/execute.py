@@ -62,15 +62,26 @@ def _worker(args: tuple[RunConfig, Path]) -> RunResult:
 def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress: bool = True) -> list[RunResult]:
     """Train every (config, run_dir) job; ``workers`` > 1 uses a spawn pool of 1-thread processes."""
     todo = [(c, Path(d)) for c, d in jobs]
-    if workers <= 1:
-        results = []
-        for cfg, d in todo:
-            try:
-                from anchorlab.train import train
-                results.append(RunResult(d, train(cfg, d, show_progress=show_progress)))
-            except Exception:
-                results.append(RunResult(d, None, traceback.format_exc()))
-        return results
+    results = _run_in_process(todo, show_progress) if workers <= 1 else _run_pool(todo, workers, show_progress)
+    for r in results:
+        if r.error:
+            print(f"run failed: {r.run_dir}\n{r.error}", flush=True)
+    return results
+
+
+def _run_in_process(todo: list[tuple[RunConfig, Path]], show_progress: bool) -> list[RunResult]:
+    from anchorlab.train import train
+
+    results = []
+    for cfg, d in todo:
+        try:
+            results.append(RunResult(d, train(cfg, d, show_progress=show_progress)))
+        except Exception:
+            results.append(RunResult(d, None, traceback.format_exc()))
+    return results
+
+
+def _run_pool(todo: list[tuple[RunConfig, Path]], workers: int, show_progress: bool) -> list[RunResult]:
 
     from anchorlab.metrics import progress_postfix
 
@@ -84,7 +95,7 @@ def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress:
         done_already = sum(c.train.epochs for c, d in todo if (d / "DONE").exists())
         bar = tqdm(total=total_epochs, initial=done_already, unit="ep", desc=f"{len(todo)} runs",
                    dynamic_ncols=True)
-    n_finished = n_failed = 0
+    n_finished = 0
     with ctx.Pool(processes=min(workers, len(todo)), maxtasksperchild=1, initializer=_init_worker,
                   initargs=(queue,)) as pool:
         pending = pool.map_async(_worker, [(_one_thread(c), d) for c, d in todo], chunksize=1)
@@ -112,8 +123,4 @@ def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress:
         results = pending.get()
     if bar is not None:
         bar.close()
-    for r in results:
-        if r.error:
-            n_failed += 1
-            print(f"run failed: {r.run_dir}\n{r.error}", flush=True)
     return results
