@@ -60,9 +60,14 @@ def _cmd_collect(a: argparse.Namespace) -> None:
 
 
 def _cmd_figure(a: argparse.Namespace) -> None:
-    from anchorlab.report import FIGURES
+    from anchorlab.figures import FIGURES, draw, names
 
-    path = FIGURES[a.name](a.source, a.out, use_best_epoch=a.best_epoch)
+    if a.name == "list":
+        for n in names():
+            print(f"{n:12s} [{FIGURES[n].sources}]  {FIGURES[n].help}")
+        return
+    options = {"use_best_epoch": True} if a.best_epoch else {}
+    path = draw(a.name, a.source, a.out, **options)
     print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
 
 
@@ -93,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", help="CSV path (default SWEEP_DIR/summary.csv)")
     s.set_defaults(fn=_cmd_collect)
     s = sub.add_parser("figure", help="draw a paper figure from a sweep or run directory (PNG + CSV)")
-    s.add_argument("name", choices=("p1-fig2",))
-    s.add_argument("source", help="sweep directory")
+    s.add_argument("name", help="figure name; `anchorlab figure list` prints them")
+    s.add_argument("source", nargs="*", help="sweep directory, or run directories")
     s.add_argument("--out", default="figures")
     s.add_argument("--best-epoch", action="store_true",
                    help="per run, the best value over evaluations (the authors' plots) instead of the final one")

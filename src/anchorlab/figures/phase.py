@@ -1,16 +1,17 @@
-"""Figure recipes: for each paper figure, read run or sweep directories, compute, plot, and save
-``<out>/<name>.png`` with the data behind it as ``<out>/<name>.csv``."""
+"""Phase-diagram figures over a sweep directory (P1 Fig. 2)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from anchorlab.figures import figure
 from anchorlab.phase import phase_grid
 from anchorlab.plotting.figures import plot_phase_diagrams
 from anchorlab.sweep import collect, write_csv
 
 
+@figure("p1-fig2", "sweep", "P1 Fig. 2a/b: symmetric and inferential accuracy on (4,3) over γ × depth")
 def p1_fig2(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False) -> Path:
     """P1 Fig. 2a/2b: symmetric and inferential accuracy on the held-out pair over γ × depth."""
     rows = collect(sweep_dir)
@@ -29,5 +30,3 @@ def p1_fig2(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False
     write_csv(table, out / "p1-fig2.csv")
     return out / "p1-fig2.png"
 
-
-FIGURES = {"p1-fig2": p1_fig2}

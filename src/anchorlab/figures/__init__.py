@@ -1,0 +1,72 @@
+"""Figure recipes, one registry: ``FIGURES[name] = Recipe``; ``anchorlab figure NAME SOURCE... --out DIR``.
+
+Each recipe reads run or sweep directories (never re-runs training), computes the figure's data,
+and writes ``<out>/<name>.png`` with the data behind it as ``<out>/<name>.csv`` (and returns the PNG path).
+Modules: :mod:`.phase` (sweep grids: P1 Fig. 2, 14), :mod:`.p1` (P1 mechanism figures),
+:mod:`.p2` (P2 figures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FigureFn = Callable[..., Path]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    fn: FigureFn      # fn(sources: list[Path], out: Path, **options) -> Path of the PNG
+    sources: str      # what SOURCE is: "sweep", "run" or "runs" (one or more run directories)
+    help: str
+
+
+FIGURES: dict[str, Recipe] = {}
+
+
+def figure(name: str, sources: str, help: str) -> Callable[[FigureFn], FigureFn]:
+    """Register ``fn`` as figure ``name``."""
+    if sources not in ("sweep", "run", "runs"):
+        raise ValueError(f"figure {name}: sources must be 'sweep', 'run' or 'runs', got {sources!r}")
+
+    def register(fn: FigureFn) -> FigureFn:
+        FIGURES[name] = Recipe(name, fn, sources, help)
+        return fn
+    return register
+
+
+def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: Any) -> Path:
+    """Draw figure ``name`` from ``sources`` into ``out``; a clear error for an unknown name or bad sources."""
+    _load_all()
+    if name not in FIGURES:
+        from anchorlab.config import ConfigError
+        raise ConfigError(f"figure: unknown name {name!r}; allowed: {', '.join(sorted(FIGURES))}")
+    r = FIGURES[name]
+    srcs = [Path(s) for s in sources]
+    if r.sources != "runs" and len(srcs) != 1:
+        from anchorlab.config import ConfigError
+        raise ConfigError(f"figure {name}: takes one {r.sources} directory, got {len(srcs)}")
+    for s in srcs:
+        if not s.is_dir():
+            from anchorlab.config import ConfigError
+            raise ConfigError(f"figure {name}: source {s} is not a directory")
+    return r.fn(srcs if r.sources == "runs" else srcs[0], Path(out), **options)
+
+
+def _load_all() -> None:
+    import importlib
+
+    for mod in ("phase", "p1", "p2"):
+        try:
+            importlib.import_module(f"anchorlab.figures.{mod}")
+        except ModuleNotFoundError as e:
+            if e.name != f"anchorlab.figures.{mod}":
+                raise
+
+
+def names() -> list[str]:
+    _load_all()
+    return sorted(FIGURES)
