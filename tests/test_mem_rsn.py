@@ -130,7 +130,7 @@ def test_metrics_by_subset():
     pred = d.targets.copy()
     pred[d.extra["subset"] == MEM] = 0  # wrong on D_mem only
     loss = np.where(d.extra["subset"] == RSN_TEST, 5.0, 1.0)
-    m = mem_rsn_metrics(d, None, pred, loss)
+    m = mem_rsn_metrics(d, MemRsnTaskConfig(data_size=2_000), pred, loss)
     assert (m["mem_acc"], m["rsn_train_acc"], m["rsn_test_acc"]) == (0.0, 1.0, 1.0)
     assert (m["mem_loss"], m["rsn_train_loss"], m["rsn_test_loss"], m["train_loss"]) == (1.0, 1.0, 5.0, 1.0)
     assert m["group_acc"] == {"mem": 0.0, "rsn_train": 1.0, "rsn_test": 1.0}
@@ -208,3 +208,40 @@ def test_progress_postfix_is_task_aware(tmp_path):
                              "model.d_model=8", "model.d_mlp=8", "train.epochs=1", "train.batch_size=500",
                              "train.threads=1"])
     assert train(cfg, tmp_path / "bar", show_progress=True)["epochs"] == 1
+
+
+def test_key_window_memory_labels():
+    """P2 Fig. 8 left, F_mem,2: a memory label is drawn once per (key, pair) from U{z - sum(a)..z + sum(a)}."""
+    cfg = MemRsnTaskConfig(mem_label="key_window", data_size=20_000)
+    d = make_task_data(cfg, 3)
+    mem = d.extra["subset"] == MEM
+    key, total, y = d.extra["key"][mem], d.extra["pair"][mem].sum(1), d.targets[mem]
+    assert ((y >= key - total) & (y <= key + total)).all()
+    assert (y != key).any() and (y == key - total).any() and (y == key + total).any()  # the whole window
+    table = memory_lookup(cfg, 3)
+    assert all(table[(int(k), *map(int, p))] == int(t) for k, p, t in zip(key, d.extra["pair"][mem], y))
+    rsn = ~mem  # reasoning rows unchanged
+    assert (d.targets[rsn] == d.extra["key"][rsn] + d.extra["pair"][rsn].sum(1)).all()
+    with pytest.raises(ConfigError, match="task.mem_label"):
+        MemRsnTaskConfig(mem_label="key_window", key_min=15, key_max=100).validate()
+
+
+def test_label_range_groups_memory_only():
+    """P2 Fig. 8 right: four memory groups (blocks of first anchors) with label ranges 30..29+20i."""
+    ranges = ((30, 49), (30, 69), (30, 89), (30, 109))
+    cfg = MemRsnTaskConfig(rsn_anchors=(), masked=(), mem_label_ranges=ranges, data_size=10_000)
+    d = make_task_data(cfg, 1)
+    assert (d.extra["subset"] == MEM).all() and d.in_train.all()
+    g, first, y = d.extra["mem_group"], d.extra["pair"][:, 0], d.targets
+    assert sorted(set(zip(first.tolist(), g.tolist()))) == [(1, 0), (2, 0), (3, 0), (4, 1), (5, 1),
+                                                           (6, 2), (7, 2), (8, 2), (9, 3), (10, 3)]
+    for i, (lo, hi) in enumerate(ranges):
+        assert y[g == i].min() == lo and y[g == i].max() == hi
+    pred = np.full(len(d), 40)  # inside every range, correct nowhere except by chance
+    m = mem_rsn_metrics(d, cfg, pred, np.ones(len(d)))
+    assert [m[f"mem_g{i}_in_range"] for i in range(4)] == [1.0] * 4
+    pred[g == 0] = 60  # outside group 0's range only
+    m = mem_rsn_metrics(d, cfg, pred, np.ones(len(d)))
+    assert m["mem_g0_in_range"] == 0.0 and m["mem_g1_in_range"] == 1.0
+    with pytest.raises(ConfigError, match="task.mem_label_ranges"):
+        MemRsnTaskConfig(mem_label_ranges=((30, 250),)).validate()

@@ -141,3 +141,25 @@ def test_mixed_tuples_enter_the_distributions():
     emp = label_distribution_empirical(make_task_data(cfg, 4), [2], count="token")
     # the 4 looked-up labels of this seed only match U(Z) in expectation: compare their total mass
     assert np.abs(emp[2][9:] - want[9:]).max() < 0.01 and emp[2][5:7].sum() == pytest.approx(1 / 3, abs=0.01)
+
+
+def test_exact_label_distribution_of_the_fig8_variants():
+    """Memory anchors' P^s follows the label rule: a window around the key, or the group's range."""
+    from anchorlab.config import MemRsnTaskConfig
+    from anchorlab.tasks import make_task_data
+    from anchorlab.theory import label_distribution_empirical, label_distribution_exact
+
+    cfg = MemRsnTaskConfig(rsn_anchors=(), masked=(), mem_label_ranges=((30, 49), (30, 109)), data_size=100_000)
+    P = label_distribution_exact(cfg)
+    # anchor 1 only starts group-0 pairs as a first anchor, but also sits second in pairs of both groups
+    assert np.isclose(P[1].sum(), 1.0) and P[1][:30].sum() == 0 and P[1][110:].sum() == 0
+    # rows in group 0 put 1/20 on each label of 30..49, group 1 rows 1/80 on 30..109: more mass below 50
+    assert P[1][30:50].min() > P[1][50:110].max() > 0
+    # anchor 6 as a first anchor is group 1 (30..109); everything it touches lies in 30..109
+    emp = label_distribution_empirical(make_task_data(cfg, 1), [1, 6])
+    for s in (1, 6):
+        assert np.abs(emp[s] - P[s]).max() < 0.03 and np.abs(emp[s] - P[s]).sum() < 0.25  # one lookup draw
+    kw = MemRsnTaskConfig(mem_label="key_window")
+    Pk = label_distribution_exact(kw)
+    # pair (1, 1): window z-2..z+2 around U(21..120); anchor 1's support is 21-20 .. 120+20 at most
+    assert Pk[1][:1].sum() == 0 and Pk[1][1:21].sum() > 0 and np.isclose(Pk[1].sum(), 1.0)

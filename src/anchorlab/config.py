@@ -96,12 +96,28 @@ class MemRsnTaskConfig:
     data_size: int = 200_000  # all rows, masked tuples included [INF]; equal rows per anchor tuple
     vocab_size: int = 200
     include_mixed: bool = False  # [INF] also generate tuples mixing both kinds, labelled by lookup
+    # How a memory tuple's label is drawn once per (key, tuple) (P2 Fig. 8 left, [T2]):
+    # "uniform" F_mem,1: y ~ U(Z); "key_window" F_mem,2: y ~ U{z - sum(a), ..., z + sum(a)}.
+    mem_label: Literal["uniform", "key_window"] = "uniform"
+    # P2 Fig. 8 right: split the memory tuples into len(ranges) groups by their first anchor (contiguous
+    # blocks of mem_anchors) and draw group g's labels from U{lo_g..hi_g}, e.g. ((30, 49), (30, 69),
+    # (30, 89), (30, 109)) [INF grouping]. Empty: every memory label follows ``mem_label``.
+    mem_label_ranges: tuple[tuple[int, ...], ...] = ()
 
     def validate(self) -> None:
         mem, rsn = set(self.mem_anchors), set(self.rsn_anchors)
-        for f, s, t in (("task.mem_anchors", mem, self.mem_anchors), ("task.rsn_anchors", rsn, self.rsn_anchors)):
-            _check(len(t) >= 1 and len(s) == len(t) and all(a > 0 for a in t), f,
-                   "a non-empty list of distinct positive integers (token 0 is reserved)")
+        _check(len(self.mem_anchors) >= 1 and len(mem) == len(self.mem_anchors) and all(a > 0 for a in mem),
+               "task.mem_anchors", "a non-empty list of distinct positive integers (token 0 is reserved)")
+        _check(len(rsn) == len(self.rsn_anchors) and all(a > 0 for a in rsn), "task.rsn_anchors",
+               "a list of distinct positive integers (token 0 is reserved); [] for a memory-only task")
+        for r in self.mem_label_ranges:
+            _check(len(r) == 2 and 0 <= r[0] <= r[1] < self.vocab_size, "task.mem_label_ranges",
+                   f"[lo, hi] pairs with 0 <= lo <= hi < vocab_size = {self.vocab_size}")
+        _check(len(self.mem_label_ranges) <= len(self.mem_anchors), "task.mem_label_ranges",
+               f"at most len(mem_anchors) = {len(self.mem_anchors)} ranges (one group per block of first anchors)")
+        if self.mem_label == "key_window":
+            _check(self.key_min - self.q * max(mem) >= 0, "task.mem_label",
+                   "'uniform' here: 'key_window' labels z - sum(a) would fall below token 0")
         _check(not mem & rsn, "task.rsn_anchors", f"anchors disjoint from task.mem_anchors {sorted(mem)}")
         _check(0 < self.key_min <= self.key_max, "task.key_min", "0 < key_min <= key_max")
         _check(not any(self.key_min <= a <= self.key_max for a in mem | rsn), "task.mem_anchors",
@@ -114,7 +130,8 @@ class MemRsnTaskConfig:
         n = self.n_combinations
         _check(self.data_size > 0 and self.data_size % n == 0, "task.data_size",
                f"a positive multiple of the {n} anchor tuples (equal rows per tuple)")
-        hi = max(self.key_max + self.q * max(self.rsn_anchors), self.key_max, max(mem | rsn))
+        hi = max(self.key_max + self.q * max(rsn, default=0), self.key_max, max(mem | rsn),
+                 self.key_max + self.q * max(mem) if self.mem_label == "key_window" else 0)
         _check(hi < self.vocab_size, "task.vocab_size", f"an integer > {hi} so that every token and label is a token")
 
     @property
@@ -411,15 +428,18 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    """The defaults merged with ``data``; a ``data`` that changes the task family starts from that
+    family's defaults (a P2 file must not inherit the composite task's fields)."""
+    d = RunConfig().to_dict()
+    if "task" in data and data["task"].get("name", "composite") != d["task"]["name"]:
+        d["task"] = {}
+    return merge(d, data)
+
+
 def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
     """Defaults <- TOML file <- dotted overrides; validated."""
-    d = RunConfig().to_dict()
-    if path is not None:
-        data = read_toml(path)
-        # A file that changes the task family starts from that family's defaults.
-        if "task" in data and data["task"].get("name", "composite") != d["task"]["name"]:
-            d["task"] = {}
-        d = merge(d, data)
+    d = with_defaults(read_toml(path) if path is not None else {})
     for item in overrides:
         key, value = parse_override(item)
         if key == "task.name" and value != d["task"].get("name"):

@@ -75,7 +75,8 @@ def composite_metrics(data: TaskData, task_cfg: Any, pred: np.ndarray, loss: np.
 def mem_rsn_metrics(data: TaskData, task_cfg: Any, pred: np.ndarray, loss: np.ndarray) -> dict[str, Any]:
     """P2 metrics (SPEC §II.6 F2/F3): loss and accuracy on D_mem (``mem_``), D_rsn,train (``rsn_train_``),
     D_rsn,test (``rsn_test_``) and, if generated, the mixed tuples (``mixed_``); ``train_loss`` over the
-    training rows; ``group_acc`` per group."""
+    training rows; ``group_acc`` per group; with ``mem_label_ranges``, per label-range group g
+    ``mem_g{g}_acc`` and ``mem_g{g}_in_range`` (the fraction of predictions inside the group's range)."""
     correct = pred == data.targets
     subset = data.extra["subset"]
     m: dict[str, Any] = {"train_loss": _mean(loss[data.in_train])}
@@ -83,6 +84,12 @@ def mem_rsn_metrics(data: TaskData, task_cfg: Any, pred: np.ndarray, loss: np.nd
         rows = subset == code
         m[f"{name}_acc"], m[f"{name}_loss"] = _mean(correct[rows]), _mean(loss[rows])
     m["group_acc"] = {name: _mean(correct[data.group == g]) for g, name in enumerate(data.group_names)}
+    if task_cfg.mem_label_ranges:  # Fig. 8 right: per label-range group, accuracy and predictions in range
+        group = data.extra["mem_group"]
+        for g, (lo, hi) in enumerate(task_cfg.mem_label_ranges):
+            rows = group == g
+            m[f"mem_g{g}_acc"] = _mean(correct[rows])
+            m[f"mem_g{g}_in_range"] = _mean((pred[rows] >= lo) & (pred[rows] <= hi))
     return m
 
 

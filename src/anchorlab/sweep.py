@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from anchorlab import rundir
-from anchorlab.config import ConfigError, RunConfig, from_dict, merge, parse_toml_file, read_toml, set_dotted
+from anchorlab.config import (
+    ConfigError,
+    RunConfig,
+    from_dict,
+    merge,
+    parse_toml_file,
+    read_toml,
+    set_dotted,
+    with_defaults,
+)
 
 MANIFEST = "sweep.json"
 SEED_KEYS = ("seeds.data_seed", "seeds.init_seed", "seeds.train_seed")
@@ -44,7 +53,7 @@ class SweepSpec:
     def configs(self) -> list[tuple[dict[str, Any], RunConfig]]:
         """(grid point, validated RunConfig) for every point."""
         out = []
-        base = merge(RunConfig().to_dict(), self.base)
+        base = with_defaults(self.base)
         for point in self.points():
             d = copy.deepcopy(base)
             for key, value in point.items():

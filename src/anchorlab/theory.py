@@ -21,7 +21,7 @@ import numpy as np
 
 from anchorlab.config import MemRsnTaskConfig
 from anchorlab.tasks.base import TaskData
-from anchorlab.tasks.mem_rsn import MEM, MIXED, RSN_TEST, anchor_tuples
+from anchorlab.tasks.mem_rsn import MEM, MIXED, RSN_TEST, anchor_tuples, label_bounds
 
 Count = Literal["token", "once"]
 
@@ -45,8 +45,13 @@ def label_distribution_exact(cfg: MemRsnTaskConfig, count: Count = "token",
         tuples, codes = tuples[codes != RSN_TEST], codes[codes != RSN_TEST]
     z = np.arange(cfg.key_min, cfg.key_max + 1)
     dist = np.zeros((len(tuples), cfg.vocab_size))  # label distribution of each tuple's rows
-    shift = np.where((codes == MEM) | (codes == MIXED), 0, tuples.sum(1))
-    np.add.at(dist, (np.arange(len(tuples))[:, None], z[None, :] + shift[:, None]), 1.0 / len(z))
+    lookup = (codes == MEM) | (codes == MIXED)
+    rsn = np.flatnonzero(~lookup)
+    np.add.at(dist, (rsn[:, None], z[None, :] + tuples[rsn].sum(1)[:, None]), 1.0 / len(z))
+    lo, hi = label_bounds(cfg, tuples[lookup])  # a looked-up label is U{lo..hi} for each key
+    y = np.arange(cfg.vocab_size)[None, None, :]
+    inside = (y >= lo[..., None]) & (y <= hi[..., None])
+    dist[lookup] = (inside / (hi - lo + 1)[..., None]).mean(axis=1)
     anchors = [*cfg.mem_anchors, *cfg.rsn_anchors]
     w = _anchor_weights(tuples, anchors, count)
     P = (w @ dist) / w.sum(1, keepdims=True)

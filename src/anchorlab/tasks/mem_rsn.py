@@ -14,6 +14,10 @@ pairs) gets ``data_size / n_combinations`` rows (1,000 at 200k), the masked tupl
 the key position p is uniform on 0..L-q-1 (0-indexed) [INF]. With ``seq_len = q + 1`` the key is always
 at position 0 and there is no noise (the Emb-MLP task, SPEC §II.2b).
 
+Fig. 8 variants: ``mem_label = "key_window"`` draws a memory label from U{z - sum(a)..z + sum(a)}
+(F_mem,2) instead of U(Z); ``mem_label_ranges`` gives blocks of first anchors their own label range
+(``extra["mem_group"]``, -1 for reasoning rows). ``rsn_anchors = []`` makes a memory-only task.
+
 Subsets (``extra["subset"]``, also the groups): 0 ``mem`` (D_mem, all trained), 1 ``rsn_train``
 (reasoning tuples not masked), 2 ``rsn_test`` (the masked tuples, D_rsn,test, never trained), and with
 ``include_mixed`` 3 ``mixed`` (tuples with both kinds of anchor, labelled by lookup, trained) [INF].
@@ -48,16 +52,42 @@ def anchor_tuples(cfg: MemRsnTaskConfig) -> tuple[np.ndarray, np.ndarray]:
     return np.array(tuples, dtype=np.int64).reshape(-1, cfg.q), np.array(codes, dtype=np.int8)
 
 
-def _lookup_table(cfg: MemRsnTaskConfig, rng: np.random.Generator, n_lookup: int) -> np.ndarray:
-    """y[(key, tuple)] ~ U(Z) as an array [n_lookup tuples, N_Z keys]; the rng's first draw."""
-    return rng.integers(cfg.key_min, cfg.key_max + 1, size=(n_lookup, cfg.key_max - cfg.key_min + 1))
+def mem_groups(cfg: MemRsnTaskConfig, tuples: np.ndarray) -> np.ndarray:
+    """Label-range group of each tuple (``task.mem_label_ranges``): contiguous blocks of first anchors;
+    0 everywhere when no ranges are set."""
+    n_groups = max(len(cfg.mem_label_ranges), 1)
+    index = {a: i for i, a in enumerate(cfg.mem_anchors)}
+    first = np.array([index.get(int(a), 0) for a in tuples[:, 0]], dtype=np.int64)
+    return first * n_groups // len(cfg.mem_anchors)
+
+
+def label_bounds(cfg: MemRsnTaskConfig, tuples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) [n_tuples, N_Z]: a looked-up tuple's label for each key is drawn from U{lo..hi}."""
+    z = np.arange(cfg.key_min, cfg.key_max + 1)[None, :]
+    if cfg.mem_label_ranges:
+        r = np.array(cfg.mem_label_ranges, dtype=np.int64)[mem_groups(cfg, tuples)]
+        shape = (len(tuples), z.shape[1])
+        return np.broadcast_to(r[:, :1], shape), np.broadcast_to(r[:, 1:], shape)
+    if cfg.mem_label == "key_window":
+        total = tuples.sum(1, keepdims=True)
+        return z - total, z + total
+    return np.full((len(tuples), z.shape[1]), cfg.key_min), np.full((len(tuples), z.shape[1]), cfg.key_max)
+
+
+def _lookup_table(cfg: MemRsnTaskConfig, rng: np.random.Generator, looked_up: np.ndarray) -> np.ndarray:
+    """y[(key, tuple)] for the looked-up tuples as an array [n_lookup tuples, N_Z keys]; the rng's first draw."""
+    n_z = cfg.key_max - cfg.key_min + 1
+    if cfg.mem_label == "uniform" and not cfg.mem_label_ranges:  # the paper's F_mem,1, y ~ U(Z)
+        return rng.integers(cfg.key_min, cfg.key_max + 1, size=(len(looked_up), n_z))
+    lo, hi = label_bounds(cfg, looked_up)
+    return rng.integers(lo, hi + 1)
 
 
 def memory_lookup(cfg: MemRsnTaskConfig, seed: int) -> dict[tuple[int, ...], int]:
     """The memory labels of the dataset generated with ``seed``: {(key, a_1, .., a_q): label}."""
     tuples, codes = anchor_tuples(cfg)
     looked_up = tuples[(codes == MEM) | (codes == MIXED)]
-    table = _lookup_table(cfg, np.random.default_rng(seed), len(looked_up))
+    table = _lookup_table(cfg, np.random.default_rng(seed), looked_up)
     keys = range(cfg.key_min, cfg.key_max + 1)
     return {(z, *map(int, t)): int(table[i, j]) for i, t in enumerate(looked_up) for j, z in enumerate(keys)}
 
@@ -67,7 +97,7 @@ def generate_mem_rsn(cfg: MemRsnTaskConfig, seed: int) -> TaskData:
     rng = np.random.default_rng(seed)
     tuples, codes = anchor_tuples(cfg)
     is_lookup = (codes == MEM) | (codes == MIXED)
-    table = _lookup_table(cfg, rng, int(is_lookup.sum()))  # drawn first, so memory_lookup can re-derive it
+    table = _lookup_table(cfg, rng, tuples[is_lookup])  # drawn first, so memory_lookup can re-derive it
     lookup_row = np.cumsum(is_lookup) - 1  # tuple index -> row of `table` (valid where is_lookup)
 
     per = cfg.data_size // cfg.n_combinations
@@ -92,5 +122,6 @@ def generate_mem_rsn(cfg: MemRsnTaskConfig, seed: int) -> TaskData:
         group=subset.astype(np.int64),
         group_names=names,
         vocab_size=cfg.vocab_size,
-        extra={"pair": pair, "key": key.astype(np.int64), "key_pos": pos.astype(np.int64), "subset": subset},
+        extra={"pair": pair, "key": key.astype(np.int64), "key_pos": pos.astype(np.int64), "subset": subset,
+               "mem_group": np.where(lookup, mem_groups(cfg, tuples)[combo], -1)},
     )
