@@ -66,7 +66,9 @@ def _cmd_figure(a: argparse.Namespace) -> None:
         for n in names():
             print(f"{n:12s} [{FIGURES[n].sources}]  {FIGURES[n].help}")
         return
-    options = {"use_best_epoch": True} if a.best_epoch else {}
+    options: dict = {"use_best_epoch": True} if a.best_epoch else {}
+    if a.step:
+        options["step"] = a.step
     path = draw(a.name, a.source, a.out, **options)
     print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
 
@@ -103,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", default="figures")
     s.add_argument("--best-epoch", action="store_true",
                    help="per run, the best value over evaluations (the authors' plots) instead of the final one")
+    s.add_argument("--step", type=int, action="append", metavar="N",
+                   help="checkpoint step(s) to analyse (default: per figure, e.g. the last kept)")
     s.set_defaults(fn=_cmd_figure)
     a = p.parse_args(argv)
     try:

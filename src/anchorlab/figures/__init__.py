@@ -53,6 +53,14 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
         if not s.is_dir():
             from anchorlab.config import ConfigError
             raise ConfigError(f"figure {name}: source {s} is not a directory")
+    import inspect
+
+    accepted = inspect.signature(r.fn).parameters
+    for k, v in options.items():
+        if k not in accepted:
+            from anchorlab.config import ConfigError
+            raise ConfigError(f"figure {name}: option {k}={v!r} does not apply; its options are "
+                              f"{', '.join(list(accepted)[2:]) or 'none'}")
     return r.fn(srcs if r.sources == "runs" else srcs[0], Path(out), **options)
 
 
