@@ -58,16 +58,54 @@ def test_outcome_labels():
     assert outcome({**base, "seen_train_acc": 0.1, "seen_test_acc": 0.1}) == "no fit"
 
 
+TINY_P2 = """
+[task]
+name = "mem_rsn"
+seq_len = 3
+data_size = 2000
+[model]
+name = "emb_mlp"
+d_model = 16
+d_mlp = 32
+act = "tanh"
+[train]
+batch_size = 100
+epochs = 2
+lr = 1e-3
+schedule = "constant"
+eval_every = 1
+threads = 1
+"""
+
+
 def test_demo_end_to_end_on_a_tiny_grid(tmp_path, capsys):
     spec = write_sweep(tmp_path, '"init.gamma" = [1.0, 0.5, 0.1]\n"seed" = [1]')
-    summary = run_demo(spec, tmp_path / "demo", workers=1, show_progress=False)
+    (tmp_path / "p2.toml").write_text(TINY_P2)
+    (tmp_path / "p2s.toml").write_text('name = "p2"\nbase = "p2.toml"\n[axes]\n"init.gamma" = [0.8, 0.3]\n')
+    summary = run_demo(spec, tmp_path / "demo", workers=1, show_progress=False, p2_spec=tmp_path / "p2s.toml")
     assert [r["init"] for r in summary["runs"]] == ["small", "middle", "large"]
     assert (tmp_path / "demo" / "demo.png").stat().st_size > 10_000
+    assert (tmp_path / "demo" / "demo_p2.png").stat().st_size > 10_000 and (tmp_path / "demo" / "demo_p2.csv").exists()
     saved = json.loads((tmp_path / "demo" / "summary.json").read_text())
     assert len(saved["runs"]) == 3 and len(saved["checks"]) == 2
     for r in saved["runs"]:
         assert abs(r["std_W_Q"] - 16 ** -r["gamma"]) < 1e-12
-    assert "unseen_symmetric_acc" in capsys.readouterr().out
+    assert [(r["model"], r["gamma"]) for r in saved["p2_runs"]] == [("emb_mlp", 0.8), ("emb_mlp", 0.3)]
+    assert len(saved["p2_checks"]) == 2
+    out = capsys.readouterr().out
+    assert "unseen_symmetric_acc" in out and "rsn_test_acc" in out
+
+
+def test_demo_p2_checks():
+    from anchorlab.demo import demo_p2_checks
+
+    runs = [{"gamma": 0.8, "rsn_test_acc": 0.95}, {"gamma": 0.8, "rsn_test_acc": 0.91},
+            {"gamma": 0.3, "rsn_test_acc": 0.1}]
+    assert list(demo_p2_checks(runs).values()) == [True, True]
+    runs[1]["rsn_test_acc"] = 0.5  # one seed short of the bar fails the check
+    runs[2]["rsn_test_acc"] = 0.25
+    assert list(demo_p2_checks(runs).values()) == [False, False]
+    assert list(demo_p2_checks([]).values()) == [False, False]  # no runs is no evidence
 
 
 def test_sweep_and_collect_commands_resume_without_redoing(tmp_path, capsys):

@@ -1,8 +1,11 @@
-"""The embedded default experiment (``anchorlab demo`` / ``make demo``): P1's two sides on the CPU.
+"""The embedded default experiment (``anchorlab demo`` / ``make demo``): both papers' contrasts on the CPU.
 
-Trains the composite task at a CPU scale for a small, a middle and a large initialization on several
-seeds (the grid is ``configs/demo.toml``), then writes ``summary.json`` (one entry per run), a table,
-and ``demo.png`` (held-out-pair accuracy over training, one panel per γ).
+P1: trains the composite task at a CPU scale for a small, a middle and a large initialization on several
+seeds (the grid is ``configs/demo.toml``). P2: trains the Emb-MLP on the memory/reasoning task at a small
+and a large initialization (``configs/demo_p2.toml``); its short runs share the same worker pool and fill
+the slot the P1 runs leave idle at the end. Then writes ``summary.json`` (one entry per run, and the
+checks), tables, ``demo.png`` (held-out-pair accuracy over training, one panel per γ) and
+``demo_p2.png`` (P2 Fig. 3B: loss and accuracy on D_mem, D_rsn,train, D_rsn,test per γ).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from anchorlab.plotting.figures import outcome_table, plot_unseen_over_training
 from anchorlab.sweep import load_sweep, plan
 
 DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "configs" / "demo.toml"
+DEFAULT_P2_SPEC = DEFAULT_SPEC.with_name("demo_p2.toml")
+P2_COLUMNS = ("model", "gamma", "seed", "mem_acc", "rsn_train_acc", "rsn_test_acc", "final_train_loss")
 COLUMNS = ("init", "gamma", "std_W_Q", "seed", "seen_train_acc", "seen_test_acc",
            "unseen_inferential_acc", "unseen_symmetric_acc", "final_train_loss", "outcome")
 
@@ -32,12 +37,15 @@ def outcome(s: dict[str, Any], threshold: float = 0.9) -> str:
 
 
 def run_demo(spec_path: str | Path = DEFAULT_SPEC, out_dir: str | Path = "demo_out", workers: int = 2,
-             show_progress: bool = True) -> dict[str, Any]:
-    """Train the demo grid into ``out_dir/runs`` (resuming/skipping finished runs) and summarise it."""
+             show_progress: bool = True, p2_spec: str | Path | None = DEFAULT_P2_SPEC) -> dict[str, Any]:
+    """Train the demo grids into ``out_dir/runs`` and ``out_dir/runs_p2`` (resuming/skipping finished
+    runs) and summarise them; ``p2_spec = None`` leaves the P2 part out."""
     out_dir = Path(out_dir)
     spec = load_sweep(spec_path)
     rows = plan(spec, out_dir / "runs")
-    results = run_all([(cfg, d) for _, cfg, d in rows], workers=workers, show_progress=show_progress)
+    rows_p2 = plan(load_sweep(p2_spec), out_dir / "runs_p2") if p2_spec is not None else []
+    jobs = [(cfg, d) for _, cfg, d in (*rows, *rows_p2)]  # the short P2 runs last: they fill the idle slot
+    results = run_all(jobs, workers=workers, show_progress=show_progress)
     failed = [r for r in results if r.error]
     gammas = sorted({cfg.init.gamma for _, cfg, _ in rows}, reverse=True)
     names = dict(zip(gammas, ("small", "middle", "large"))) if len(gammas) == 3 else {g: "" for g in gammas}
@@ -58,19 +66,50 @@ def run_demo(spec_path: str | Path = DEFAULT_SPEC, out_dir: str | Path = "demo_o
                        "symmetric": [r["unseen_symmetric_acc"] for r in hist],
                        "seen_test": [r["seen_test_acc"] for r in hist]})
     checks = demo_checks(runs)
-    summary = {"spec": str(spec_path), "runs": runs, "checks": checks, "failed_runs": [str(r.run_dir) for r in failed]}
+    p2_runs = [{"model": cfg.model.name, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed, "run_dir": str(d),
+                **{k: rundir.read_json(d / rundir.SUMMARY)[k] for k in P2_COLUMNS[3:]}}
+               for _, cfg, d in rows_p2 if rundir.is_done(d)]
+    p2_checks = demo_p2_checks(p2_runs) if rows_p2 else {}
+    summary = {"spec": str(spec_path), "runs": runs, "checks": checks, "p2_spec": str(p2_spec) if rows_p2 else None,
+               "p2_runs": p2_runs, "p2_checks": p2_checks, "failed_runs": [str(r.run_dir) for r in failed]}
     rundir.write_json(out_dir / "summary.json", summary)
+    written = [out_dir / "summary.json"]
     if curves:
         fig = plot_unseen_over_training(curves, "P1 composite task: held-out pair (4,3) during training")
         fig.savefig(out_dir / "demo.png")
+        written.append(out_dir / "demo.png")
     print(outcome_table(runs, COLUMNS))
     for name, ok in checks.items():
         print(f"{'PASS' if ok else 'NOT REACHED'}  {name}")
     if not all(checks.values()):
         print("P1's inferential side needs more width and steps than this CPU scale gives; the measured "
               "frontier is in docs/p1_cpu_scale_search.md")
-    print(f"wrote {out_dir / 'summary.json'} and {out_dir / 'demo.png'}")
+    if p2_runs:
+        from anchorlab.figures import draw
+
+        png = draw("p2-fig3b" if p2_runs[0]["model"] == "emb_mlp" else "p2-fig3a", [r["run_dir"] for r in p2_runs],
+                   out_dir)
+        png.with_suffix(".csv").replace(out_dir / "demo_p2.csv")
+        written.append(png.replace(out_dir / "demo_p2.png"))
+        print("\nP2 memory/reasoning task (D_rsn,test = the masked pairs (11,13), (13,11), never trained):")
+        print(outcome_table(p2_runs, P2_COLUMNS))
+        for name, ok in p2_checks.items():
+            print(f"{'PASS' if ok else 'NOT REACHED'}  {name}")
+    print("wrote " + ", ".join(map(str, written)))
     return summary
+
+
+def demo_p2_checks(runs: list[dict[str, Any]], small: float = 0.8, large: float = 0.3) -> dict[str, bool]:
+    """P2's contrast, required of every seed: small init generalizes the reasoning mapping to the masked
+    pairs (D_rsn,test >= 0.9), large init does not (<= 0.2) although both fit the training data."""
+    def all_runs(gamma: float, ok: Any) -> bool:
+        sel = [r for r in runs if r["gamma"] == gamma]
+        return bool(sel) and all(ok(r) for r in sel)
+
+    return {f"P2 small init (γ {small}): rsn_test_acc >= 0.9 on every seed":
+            all_runs(small, lambda r: r["rsn_test_acc"] >= 0.9),
+            f"P2 large init (γ {large}): rsn_test_acc <= 0.2 on every seed":
+            all_runs(large, lambda r: r["rsn_test_acc"] <= 0.2)}
 
 
 def demo_checks(runs: list[dict[str, Any]]) -> dict[str, bool]:
