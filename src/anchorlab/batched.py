@@ -30,6 +30,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +147,43 @@ def adamw_rows_(s: StackedParams, lr_K: Tensor, wd_K: Tensor, beta1_K: Tensor, b
     s.theta.addcdiv_(s.exp_avg * col(-(lr_K / bias_correction1)), denom)
 
 
-def _hyper(cfgs: list[RunConfig], name: str, device: torch.device) -> Tensor:
-    return torch.tensor([float(getattr(c.train, name)) for c in cfgs], dtype=torch.float64, device=device)
+@dataclass(frozen=True)
+class Hyper:
+    """Per-run optimiser constants as [K] float64 device tensors (grad_clip: float32, 0 = off)."""
+
+    weight_decay: Tensor
+    beta1: Tensor
+    beta2: Tensor
+    eps: Tensor
+    grad_clip: Tensor
+
+    @staticmethod
+    def of(cfgs: list[RunConfig], device: torch.device) -> Hyper:
+        def col(name: str) -> Tensor:
+            return torch.tensor([float(getattr(c.train, name)) for c in cfgs], dtype=torch.float64, device=device)
+        return Hyper(col("weight_decay"), col("beta1"), col("beta2"), col("eps"), col("grad_clip").float())
+
+
+def losses_K(model: nn.Module, params: dict[str, Tensor], x_KBP: Tensor, y_KB: Tensor, prune_last: bool,
+             amp: torch.dtype | None) -> Tensor:
+    """[K] mean cross-entropy of the last position, run k's weights on run k's batch: one vmapped forward."""
+    def one(p: dict[str, Tensor], x: Tensor, y: Tensor) -> Tensor:
+        logits = functional_call(model, p, (x,), {"last_only": prune_last})[:, -1]
+        return F.cross_entropy(logits.float(), y)
+    with torch.autocast(x_KBP.device.type, dtype=amp, enabled=amp is not None):
+        return vmap(one)(params, x_KBP, y_KB)
+
+
+def train_step(s: StackedParams, model: nn.Module, x_KBP: Tensor, y_KB: Tensor, lr_K: Tensor, hyper: Hyper,
+               prune_last: bool = True, amp: torch.dtype | None = None) -> Tensor:
+    """One optimizer step of all K runs (forward, backward, per-row clip, AdamW); returns the [K] losses.
+    Runs entirely on the device: nothing here waits for the host."""
+    loss_K = losses_K(model, s.params, x_KBP, y_KB, prune_last, amp)
+    s.grad.zero_()
+    loss_K.sum().backward()  # row k of the gradient is run k's alone: the runs share no weights
+    clip_rows_(s.grad, hyper.grad_clip)
+    adamw_rows_(s, lr_K, hyper.weight_decay, hyper.beta1, hyper.beta2, hyper.eps)
+    return loss_K.detach()
 
 
 def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress: BatchedProgressFn | None = None,
@@ -221,8 +257,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
     scratch = build_model(cfgs[0].model, data.vocab_size).to(device)
     s = StackedParams(scratch, [build_initialized_model(c, data.vocab_size) for c in cfgs], device)
     amp = torch.bfloat16 if tc0.precision == "bf16" else None
-    wd_K, beta1_K, beta2_K, eps_K = (_hyper(cfgs, n, device) for n in ("weight_decay", "beta1", "beta2", "eps"))
-    clip_K = _hyper(cfgs, "grad_clip", device).float()
+    hyper = Hyper.of(cfgs, device)
 
     start_epoch = _resume_epoch(dirs[0])
     step = start_epoch * steps_per_epoch
@@ -241,13 +276,6 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
     active_K = torch.ones(K, dtype=torch.float64, device=device)  # 0 once a run has stopped early
     stopped = [False] * K
 
-    def losses_K(params: dict[str, Tensor], x_KBP: Tensor, y_KB: Tensor) -> Tensor:
-        def one(p: dict[str, Tensor], x: Tensor, y: Tensor) -> Tensor:
-            logits = functional_call(scratch, p, (x,), {"last_only": tc0.prune_last})[:, -1]
-            return F.cross_entropy(logits.float(), y)
-        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
-            return vmap(one)(params, x_KBP, y_KB)
-
     bar = None
     if progress is None and show_progress:
         from tqdm.auto import tqdm
@@ -262,12 +290,9 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
                                  for t in range(first, first + steps_per_epoch)], dtype=torch.float64, device=device)
         for i in range(steps_per_epoch):
             idx_KB = perm_KN[:, i * B:(i + 1) * B]
-            loss_K = losses_K(s.params, x_train[idx_KB], y_train[idx_KB])
-            s.grad.zero_()
-            loss_K.sum().backward()  # row k of the gradient is run k's alone: the runs share no weights
-            clip_rows_(s.grad, clip_K)
-            adamw_rows_(s, lr_table[step - first] * active_K, wd_K, beta1_K, beta2_K, eps_K)
-            loss_sum_K += loss_K.detach()
+            loss_K = train_step(s, scratch, x_train[idx_KB], y_train[idx_KB], lr_table[step - first] * active_K,
+                                hyper, tc0.prune_last, amp)
+            loss_sum_K += loss_K
             step += 1
         epoch_loss = (loss_sum_K / steps_per_epoch).tolist()  # the only host sync of the epoch
         for k, (cfg, d) in enumerate(zip(cfgs, dirs)):
