@@ -90,6 +90,9 @@ class StackedParams:
         self.exp_avg = torch.zeros(K, N, device=device)
         self.exp_avg_sq = torch.zeros(K, N, device=device)
         self.step = torch.zeros((), device=device, dtype=torch.float64)  # optimizer steps taken (all rows)
+        # The parameters are strided views of theta, their grads the matching views of grad; autograd
+        # warns that such grads are not "dense" yet accumulates into them in place, as intended.
+        warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
         self.params: dict[str, Tensor] = {}  # name -> [K, *shape] view of theta, a leaf
         self.slices: dict[str, slice] = {}  # name -> its columns in theta
         start = 0
@@ -233,9 +236,6 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
                  progress: BatchedProgressFn | None, show_progress: bool) -> list[dict[str, Any]]:
     tc0 = cfgs[0].train
     K = len(cfgs)
-    # The parameters are strided views of theta [K, N], their grads the matching views of grad [K, N];
-    # autograd warns that such grads are not "dense" yet accumulates into them in place, as intended.
-    warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
     device = resolve_device(tc0.device)
     if device.type == "cpu":
         torch.set_num_threads(tc0.threads or os.cpu_count() or 1)
