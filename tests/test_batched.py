@@ -121,3 +121,21 @@ def test_can_batch_names_the_differing_field(tmp_path):
         train_batched([a, a.replace(**{"train.epochs": 4})], [tmp_path / "x", tmp_path / "y"], show_progress=False)
     with pytest.raises(ValueError, match="distinct"):
         train_batched([a, a], [tmp_path / "x", tmp_path / "x"], show_progress=False)
+
+
+def test_early_stop_of_one_run_leaves_the_others_as_alone(tmp_path):
+    cfgs = [small(**{"train.early_stop_loss": 50.0}), small(**THREE[1])]  # run 0 stops after epoch 1
+    out = train_batched(cfgs, [tmp_path / "b0", tmp_path / "b1"], show_progress=False)
+    alone = [train(c, tmp_path / f"a{k}", show_progress=False) for k, c in enumerate(cfgs)]
+    assert out[0]["epochs"] == alone[0]["epochs"] == 1 and out[1]["epochs"] == 3
+    for k in range(2):
+        assert files(tmp_path / f"a{k}") == files(tmp_path / f"b{k}")
+        assert out[k]["final_train_loss"] == pytest.approx(alone[k]["final_train_loss"], rel=1e-5)
+
+
+def test_bf16_batched_is_close_to_bf16_alone(tmp_path):
+    cfgs = [small(**{"train.precision": "bf16", "train.epochs": 1, **o}) for o in THREE[:2]]
+    out = train_batched(cfgs, [tmp_path / "b0", tmp_path / "b1"], show_progress=False)
+    for k, c in enumerate(cfgs):
+        alone = train(c, tmp_path / f"a{k}", show_progress=False)
+        assert out[k]["final_train_loss"] == pytest.approx(alone["final_train_loss"], rel=2e-2)
