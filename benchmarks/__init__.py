@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): ``python -m benchmarks.throughput`` measures training speed against the machine's limit."""

@@ -1,0 +1,372 @@
+"""Train K same-shaped runs at once in one process: stacked weights, one forward, one AdamW step.
+
+For sweeps on a GPU, where one small model leaves the device idle. The K runs may differ in γ-init
+(``init.*``), seeds (``seeds.init_seed``, ``seeds.train_seed``) and optimisation (lr and its schedule,
+weight decay, betas, eps, grad clip, eval/checkpoint cadence, early stop); they must share the task
+data, model shapes, epochs, batch size and precision (:func:`can_batch`). Each run directory ends up
+exactly as :func:`anchorlab.train.train` writes it (same files, same metrics, same resume state).
+
+How it stays exact (per model, the same computation as alone, up to float summation order):
+
+* **Weights.** Every run's model is built and γ-initialised alone (:func:`train.build_initialized_model`),
+  then copied into one flat buffer ``theta_KN`` (row k = run k's parameters, concatenated). The module's
+  parameters are strided views ``[K, ...]`` of that buffer, detached leaves whose ``.grad`` are views of
+  one flat ``grad_KN``, so autograd accumulates every gradient straight into it.
+* **Forward.** ``torch.func.vmap`` over :func:`torch.func.functional_call` of the ordinary model: one
+  batched matmul per layer over all K. Run k reads its own batch ``x_train[perm_k[i*B:(i+1)*B]]`` with its
+  own batch order. The loss is the sum of the K per-run mean losses, so row k of the gradient is run
+  k's gradient alone.
+* **Clip.** Row k of ``grad_KN`` is scaled by ``min(1, c_k / (|g_k| + 1e-6))``, ``|g_k|`` its own
+  global norm, as ``clip_grad_norm_`` does for one model.
+* **AdamW.** ``torch.optim.AdamW`` takes one scalar lr per parameter group, and one stacked tensor
+  holds all K runs, so the step is written here on ``[K, N]`` with per-row lr, weight decay, betas and
+  eps: the same formula and operation order as torch's AdamW, a handful of elementwise kernels in all.
+  The lr schedule of every run is tabulated on the device up front: no host sync inside a step.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.func import functional_call, vmap
+
+from anchorlab import rundir
+from anchorlab.config import ConfigError, RunConfig
+from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
+from anchorlab.models import build_model
+from anchorlab.schedule import lr_at
+from anchorlab.tasks import TaskData, make_task_data
+from anchorlab.train import batch_order, build_initialized_model, make_summary, resolve_device
+
+# Called after every epoch with (run index, epochs done, total epochs, latest metrics).
+BatchedProgressFn = Callable[[int, int, int, dict[str, Any]], None]
+
+# Fields every run of a batch must share (dotted); everything else may differ per run.
+SHARED_FIELDS = ("task", "model", "seeds.data_seed", "train.epochs", "train.batch_size", "train.drop_last",
+                 "train.precision", "train.prune_last", "train.device")
+
+
+def _field(cfg: RunConfig, dotted: str) -> Any:
+    d: Any = cfg.to_dict()
+    for part in dotted.split("."):
+        d = d[part]
+    return d
+
+
+def batch_mismatch(cfgs: list[RunConfig]) -> str | None:
+    """The first shared field (dotted) on which the configs differ, or None if they can train together."""
+    for f in SHARED_FIELDS:
+        first = _field(cfgs[0], f)
+        if any(_field(c, f) != first for c in cfgs[1:]):
+            return f
+    return None
+
+
+def can_batch(cfgs: list[RunConfig]) -> bool:
+    """True if the runs share task data, model shapes, epochs, batch size, precision and device."""
+    return len(cfgs) > 0 and batch_mismatch(cfgs) is None
+
+
+class StackedParams:
+    """K models' parameters in one flat buffer ``theta [K, N]`` with ``grad [K, N]`` and AdamW moments."""
+
+    def __init__(self, template: nn.Module, models: list[nn.Module], device: torch.device):
+        self.names = [n for n, _ in template.named_parameters()]
+        shapes = [tuple(p.shape) for _, p in template.named_parameters()]
+        sizes = [int(torch.Size(s).numel()) for s in shapes]
+        K, N = len(models), sum(sizes)
+        self.K, self.N = K, N
+        self.theta = torch.empty(K, N, device=device)
+        self.grad = torch.zeros(K, N, device=device)
+        self.exp_avg = torch.zeros(K, N, device=device)
+        self.exp_avg_sq = torch.zeros(K, N, device=device)
+        self.step = torch.zeros((), device=device, dtype=torch.float64)  # optimizer steps taken (all rows)
+        # The parameters are strided views of theta, their grads the matching views of grad; autograd
+        # warns that such grads are not "dense" yet accumulates into them in place, as intended.
+        warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
+        self.params: dict[str, Tensor] = {}  # name -> [K, *shape] view of theta, a leaf
+        self.slices: dict[str, slice] = {}  # name -> its columns in theta
+        start = 0
+        for name, shape, size in zip(self.names, shapes, sizes):
+            self.slices[name] = sl = slice(start, start + size)
+            p = self.theta[:, sl].view(K, *shape).detach().requires_grad_()
+            p.grad = self.grad[:, sl].view(K, *shape)  # autograd adds into it in place (never set to None)
+            self.params[name] = p
+            start += size
+        with torch.no_grad():
+            for k, m in enumerate(models):
+                self.theta[k] = torch.cat([p.detach().reshape(-1) for p in m.parameters()]).to(device)
+
+    @torch.no_grad()
+    def load_into(self, model: nn.Module, k: int) -> nn.Module:
+        """Copy run k's weights into ``model`` (same architecture as the template) and return it."""
+        for name, p in model.named_parameters():
+            p.copy_(self.theta[k, self.slices[name]].view_as(p))
+        return model
+
+
+def clip_rows_(grad_KN: Tensor, max_norm_K: Tensor) -> Tensor:
+    """Scale each row by min(1, max_norm / (norm + 1e-6)) as ``clip_grad_norm_`` does; max_norm 0 = off.
+    Returns the rows' norms before clipping."""
+    norm_K = torch.linalg.vector_norm(grad_KN, dim=1)
+    coef_K = (max_norm_K / (norm_K + 1e-6)).clamp(max=1.0)
+    coef_K = torch.where(max_norm_K > 0, coef_K, torch.ones_like(coef_K))
+    grad_KN.mul_(coef_K[:, None])
+    return norm_K
+
+
+@torch.no_grad()
+def adamw_rows_(s: StackedParams, lr_K: Tensor, wd_K: Tensor, beta1_K: Tensor, beta2_K: Tensor,
+                eps_K: Tensor) -> None:
+    """One AdamW step on every row of ``s`` with per-row hyper-parameters ([K] float64 tensors).
+
+    torch's single-tensor AdamW, with each Python-float scalar replaced by a float64 column that is
+    cast to float32 the way torch casts a Python scalar::
+
+        p *= 1 - lr*wd;  m = lerp(m, g, 1-β1);  v = β2 v + (1-β2) g²
+        p += -(lr / (1-β1^t)) * m / (sqrt(v) / sqrt(1-β2^t) + eps)
+    """
+    s.step += 1
+    f32 = s.theta.dtype
+
+    def col(x: Tensor) -> Tensor:
+        return x.to(f32)[:, None]
+
+    s.theta.mul_(col(1 - lr_K * wd_K))
+    s.exp_avg.lerp_(s.grad, col(1 - beta1_K))
+    s.exp_avg_sq.mul_(col(beta2_K)).addcmul_(s.grad, s.grad * col(1 - beta2_K))
+    bias_correction1 = 1 - beta1_K ** s.step
+    bias_correction2_sqrt = (1 - beta2_K ** s.step).sqrt()
+    denom = (s.exp_avg_sq.sqrt() / col(bias_correction2_sqrt)).add_(col(eps_K))
+    s.theta.addcdiv_(s.exp_avg * col(-(lr_K / bias_correction1)), denom)
+
+
+@dataclass(frozen=True)
+class Hyper:
+    """Per-run optimiser constants as [K] float64 device tensors (grad_clip: float32, 0 = off)."""
+
+    weight_decay: Tensor
+    beta1: Tensor
+    beta2: Tensor
+    eps: Tensor
+    grad_clip: Tensor
+
+    @staticmethod
+    def of(cfgs: list[RunConfig], device: torch.device) -> Hyper:
+        def col(name: str) -> Tensor:
+            return torch.tensor([float(getattr(c.train, name)) for c in cfgs], dtype=torch.float64, device=device)
+        return Hyper(col("weight_decay"), col("beta1"), col("beta2"), col("eps"), col("grad_clip").float())
+
+
+def losses_K(model: nn.Module, params: dict[str, Tensor], x_KBP: Tensor, y_KB: Tensor, prune_last: bool,
+             amp: torch.dtype | None) -> Tensor:
+    """[K] mean cross-entropy of the last position, run k's weights on run k's batch: one vmapped forward."""
+    def one(p: dict[str, Tensor], x: Tensor, y: Tensor) -> Tensor:
+        logits = functional_call(model, p, (x,), {"last_only": prune_last})[:, -1]
+        return F.cross_entropy(logits.float(), y)
+    with torch.autocast(x_KBP.device.type, dtype=amp, enabled=amp is not None):
+        return vmap(one)(params, x_KBP, y_KB)
+
+
+def train_step(s: StackedParams, model: nn.Module, x_KBP: Tensor, y_KB: Tensor, lr_K: Tensor, hyper: Hyper,
+               prune_last: bool = True, amp: torch.dtype | None = None) -> Tensor:
+    """One optimizer step of all K runs (forward, backward, per-row clip, AdamW); returns the [K] losses.
+    Runs entirely on the device: nothing here waits for the host."""
+    loss_K = losses_K(model, s.params, x_KBP, y_KB, prune_last, amp)
+    s.grad.zero_()
+    loss_K.sum().backward()  # row k of the gradient is run k's alone: the runs share no weights
+    clip_rows_(s.grad, hyper.grad_clip)
+    adamw_rows_(s, lr_K, hyper.weight_decay, hyper.beta1, hyper.beta2, hyper.eps)
+    return loss_K.detach()
+
+
+def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress: BatchedProgressFn | None = None,
+                  show_progress: bool = True, data: TaskData | None = None) -> list[dict[str, Any]]:
+    """Train every ``cfgs[k]`` into ``run_dirs[k]`` together; returns the K summaries in order.
+
+    Finished runs are read back; unfinished ones resume. Runs that resume from different epochs are
+    trained in groups (one group per starting epoch), each group batched.
+    """
+    if len(cfgs) != len(run_dirs):
+        raise ValueError(f"train_batched: {len(cfgs)} configs but {len(run_dirs)} run directories")
+    if not cfgs:
+        return []
+    bad = batch_mismatch(cfgs)
+    if bad is not None:
+        raise ConfigError(f"{bad}: runs trained together must share it (shared fields: {', '.join(SHARED_FIELDS)})")
+    dirs = [Path(d) for d in run_dirs]
+    if len(set(dirs)) != len(dirs):
+        raise ValueError("train_batched: run directories must be distinct")
+    summaries: dict[int, dict[str, Any]] = {}
+    pending: dict[int, list[int]] = {}  # start epoch -> run indices
+    for k, (cfg, d) in enumerate(zip(cfgs, dirs)):
+        status = rundir.open_run(d, cfg)
+        if status == "done":
+            summaries[k] = rundir.read_json(d / rundir.SUMMARY)
+        else:
+            pending.setdefault(_resume_epoch(d) if status == "resume" else 0, []).append(k)
+    if pending:
+        data = data if data is not None else make_task_data(cfgs[0].task, cfgs[0].seeds.data_seed)
+    for group in pending.values():
+        out = _train_group([cfgs[k] for k in group], [dirs[k] for k in group], data, group, progress, show_progress)
+        summaries.update(zip(group, out))
+    return [summaries[k] for k in range(len(cfgs))]
+
+
+def _resume_epoch(run_dir: Path) -> int:
+    from safetensors import safe_open
+
+    path = run_dir / rundir.CKPT_DIR / rundir.RESUME
+    if not path.exists():
+        return 0
+    with safe_open(str(path), "pt") as f:
+        return int(f.metadata()["epoch"])
+
+
+def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index: list[int],
+                 progress: BatchedProgressFn | None, show_progress: bool) -> list[dict[str, Any]]:
+    tc0 = cfgs[0].train
+    K = len(cfgs)
+    device = resolve_device(tc0.device)
+    if device.type == "cpu":
+        torch.set_num_threads(tc0.threads or os.cpu_count() or 1)
+    t_start = time.time()
+
+    all_x = torch.from_numpy(data.inputs).to(device)
+    all_y = torch.from_numpy(data.targets).to(device)
+    train_idx = torch.from_numpy(data.in_train.nonzero()[0]).to(device)
+    x_train, y_train = all_x[train_idx], all_y[train_idx]  # resident on the device, shared by all K runs
+    n_train, B = len(x_train), tc0.batch_size
+    steps_per_epoch = n_train // B if tc0.drop_last else -(-n_train // B)
+    if steps_per_epoch == 0:
+        raise ValueError(f"train.batch_size {B} exceeds the {n_train} training rows")
+    if not tc0.drop_last and n_train % B:
+        raise ConfigError("train.drop_last: batched training needs true (or batch_size dividing the training rows)")
+
+    # ``scratch`` computes the forward of all K through functional_call (its own weights are not used
+    # there) and holds one run's weights when that run is evaluated or saved.
+    scratch = build_model(cfgs[0].model, data.vocab_size).to(device)
+    s = StackedParams(scratch, [build_initialized_model(c, data.vocab_size) for c in cfgs], device)
+    amp = torch.bfloat16 if tc0.precision == "bf16" else None
+    hyper = Hyper.of(cfgs, device)
+
+    start_epoch = _resume_epoch(dirs[0])
+    step = start_epoch * steps_per_epoch
+    last: list[dict[str, Any]] = []
+    for k, (cfg, d) in enumerate(zip(cfgs, dirs)):
+        if start_epoch == 0:
+            (d / rundir.METRICS).unlink(missing_ok=True)
+            rundir.save_checkpoint(d, s.load_into(scratch, k), 0, 0)
+            last.append(_eval_record(cfg, d, s.load_into(scratch, k), data, all_x, all_y, 0, 0, None,
+                                     steps_per_epoch, amp))
+        else:
+            _load_resume_row(s, k, d, scratch)
+            rundir.truncate_metrics(d, step)
+            last.append(rundir.read_metrics(d)[-1])
+    s.step.fill_(step)
+    active_K = torch.ones(K, dtype=torch.float64, device=device)  # 0 once a run has stopped early
+    stopped = [False] * K
+
+    bar = None
+    if progress is None and show_progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=tc0.epochs, initial=start_epoch, desc=f"{K} runs batched", unit="ep", dynamic_ncols=True)
+    scratch.train()
+    for epoch in range(start_epoch + 1, tc0.epochs + 1):
+        perm_KN = torch.stack([batch_order(n_train, c.seeds.train_seed, epoch) for c in cfgs]).to(device)
+        loss_sum_K = torch.zeros(K, device=device)
+        # lr of every run at every step of the epoch, on the device: a step reads one row, no host transfer.
+        first = step
+        lr_table = torch.tensor([[lr_at(t, c.train, steps_per_epoch) for c in cfgs]
+                                 for t in range(first, first + steps_per_epoch)], dtype=torch.float64, device=device)
+        for i in range(steps_per_epoch):
+            idx_KB = perm_KN[:, i * B:(i + 1) * B]
+            loss_K = train_step(s, scratch, x_train[idx_KB], y_train[idx_KB], lr_table[step - first] * active_K,
+                                hyper, tc0.prune_last, amp)
+            loss_sum_K += loss_K
+            step += 1
+        epoch_loss = (loss_sum_K / steps_per_epoch).tolist()  # the only host sync of the epoch
+        for k, (cfg, d) in enumerate(zip(cfgs, dirs)):
+            if stopped[k]:
+                continue
+            tc = cfg.train
+            stop = tc.early_stop_loss > 0 and epoch_loss[k] < tc.early_stop_loss
+            final = epoch == tc.epochs or stop
+            if epoch % tc.eval_every == 0 or final:
+                last[k] = _eval_record(cfg, d, s.load_into(scratch, k), data, all_x, all_y, step, epoch,
+                                       epoch_loss[k], steps_per_epoch, amp)
+            if epoch % tc.checkpoint_every == 0 or final:
+                rundir.save_checkpoint(d, s.load_into(scratch, k), step, epoch)
+            if epoch % tc.resume_every == 0 or final:
+                _save_resume_row(s, k, d, scratch, step, epoch)
+            if progress is not None:
+                status = {"loss": epoch_loss[k], **{m: last[k].get(m) for m in HEADLINE[cfg.task.name]}}
+                progress(index[k], epoch, tc.epochs, status)
+            if final:
+                _finish(cfg, d, s.load_into(scratch, k), steps_per_epoch, n_train, t_start)
+                stopped[k] = True
+                active_K[k] = 0.0  # its rows no longer move: lr 0 leaves p unchanged
+        if bar is not None:
+            bar.set_postfix(progress_postfix({"loss": min(epoch_loss)}), refresh=False)
+            bar.update(1)
+        if all(stopped):
+            break
+    if bar is not None:
+        bar.close()
+    return [rundir.read_json(d / rundir.SUMMARY) for d in dirs]
+
+
+def _eval_record(cfg: RunConfig, run_dir: Path, model: nn.Module, data: TaskData, all_x: Tensor, all_y: Tensor,
+                 step: int, epoch: int, train_loss: float | None, steps_per_epoch: int,
+                 amp: torch.dtype | None) -> dict[str, Any]:
+    m = evaluate(model, data, all_x, all_y, cfg.task, cfg.train.eval_batch_size, amp)
+    rec = {"step": step, "epoch": epoch, "lr": lr_at(step, cfg.train, steps_per_epoch),
+           "epoch_train_loss": train_loss, **m}
+    rundir.append_metrics(run_dir, rec)
+    return rec
+
+
+def _finish(cfg: RunConfig, run_dir: Path, model: nn.Module, steps_per_epoch: int, n_train: int,
+            t_start: float) -> None:
+    summary = make_summary(cfg, run_dir, model, steps_per_epoch, n_train)
+    summary["wall_seconds_this_session"] = round(time.time() - t_start, 2)
+    rundir.write_json(run_dir / rundir.SUMMARY, summary)
+    rundir.write_atomic(run_dir / rundir.DONE, "")
+
+
+def _scratch_optimizer(model: nn.Module) -> torch.optim.AdamW:
+    return torch.optim.AdamW(model.parameters())
+
+
+@torch.no_grad()
+def _save_resume_row(s: StackedParams, k: int, run_dir: Path, scratch: nn.Module, step: int, epoch: int) -> None:
+    """Run k's weights and AdamW moments in the resume file, in ``torch.optim.AdamW``'s state layout."""
+    s.load_into(scratch, k)
+    opt = _scratch_optimizer(scratch)
+    for name, p in scratch.named_parameters():
+        sl = s.slices[name]
+        opt.state[p] = {"step": s.step.float().cpu(), "exp_avg": s.exp_avg[k, sl].view_as(p),
+                        "exp_avg_sq": s.exp_avg_sq[k, sl].view_as(p)}
+    rundir.save_resume(run_dir, scratch, opt, step, epoch)
+
+
+@torch.no_grad()
+def _load_resume_row(s: StackedParams, k: int, run_dir: Path, scratch: nn.Module) -> None:
+    opt = _scratch_optimizer(scratch)
+    rundir.load_resume(run_dir, scratch, opt)
+    for name, p in scratch.named_parameters():
+        sl = s.slices[name]
+        s.theta[k, sl] = p.reshape(-1)
+        state = opt.state.get(p)
+        if state:
+            s.exp_avg[k, sl] = state["exp_avg"].reshape(-1)
+            s.exp_avg_sq[k, sl] = state["exp_avg_sq"].reshape(-1)
