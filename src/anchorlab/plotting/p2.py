@@ -47,8 +47,14 @@ def plot_sets_over_training(panels: Sequence[dict[str, Any]], title: str = "") -
     return fig
 
 
-def _heat(ax: Axes, C: np.ndarray, ticks: Sequence[int], title: str, vmin: float = -1.0) -> Any:
-    im = ax.imshow(C, cmap="RdBu_r", vmin=vmin, vmax=1.0, interpolation="nearest")
+def _heat(ax: Axes, C: np.ndarray, ticks: Sequence[int], title: str, fixed: bool = True) -> Any:
+    """Cosine heatmap on the fixed [-1, 1] diverging scale, or (``fixed=False``) on its own range, for
+    matrices whose entries are all close to 1 (the theory's)."""
+    if fixed:
+        im = ax.imshow(C, cmap="RdBu_r", vmin=-1.0, vmax=1.0, interpolation="nearest")
+    else:
+        im = ax.imshow(C, cmap="viridis", interpolation="nearest")
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     ax.set_xticks(range(len(ticks)), [str(t) for t in ticks], fontsize=6)
     ax.set_yticks(range(len(ticks)), [str(t) for t in ticks], fontsize=6)
     ax.grid(False)
@@ -93,7 +99,7 @@ def plot_fig4(A: Sequence[tuple[str, np.ndarray, Sequence[int]]], centred_P: Map
         ax.set_xlabel("label i")
         ax.set_title("(B) P^s_i − 1/d_vob, reasoning anchors", fontsize=8)
         ax.legend(ncol=2, fontsize=6)
-        _heat(fig.add_subplot(gs[1, 2]), C_label, list(centred_P), "(C) cos(P^s − 1/d, P^s' − 1/d)")
+        _heat(fig.add_subplot(gs[1, 2]), C_label, list(centred_P), "(C) cos(P^s − 1/d, P^s' − 1/d)", fixed=False)
         ax = fig.add_subplot(gs[1, 3])
         x, y, r = trained_vs_theory
         ax.scatter(x, y, s=8)
@@ -129,7 +135,7 @@ def plot_fig5(A: Sequence[tuple[str, np.ndarray, Sequence[int]]], pca: tuple[np.
         coords, toks, ratio = pca
         _pca_scatter(fig.add_subplot(gs[0, 2:]), coords, toks, np.asarray(toks),
                      f"(B) PCA of W_E rows ({ratio[0]:.0%}, {ratio[1]:.0%} of variance)", every=3)
-        _heat(fig.add_subplot(gs[1, 0]), C_eq14, rsn, "(C) eq. (14): cos(w̃_s, w̃_s')")
+        _heat(fig.add_subplot(gs[1, 0]), C_eq14, rsn, "(C) eq. (14): cos(w̃_s, w̃_s')", fixed=False)
         ax = fig.add_subplot(gs[1, 1])
         for name, style_ in (("trained", "-o"), ("eq14", "--s"), ("label", ":^")):
             if name in row:
