@@ -233,7 +233,7 @@ def standin_story(rng: random.Random) -> str:
     friend = rng.choice((f"{friend_noun} named {friend_name}", f"{_pick(rng, _ADJ_CHAR)} {friend_noun}"))
     place, place2 = rng.sample(_PLACES, 2)
     obj_adj, obj = _pick(rng, _ADJ_THING), _pick(rng, tuple(o for o in _OBJECTS if o != c["noun"]))
-    activity, feeling = _pick(rng, _ACTIVITIES), _pick(rng, _FEELINGS)
+    activity = _pick(rng, _ACTIVITIES)
     mate = _pick(rng, _PLAYMATES)
     moral, lesson = _pick(rng, _MORALS)
     fmt = {"name": name, "pron": pron, "Pron": Pron, "poss": poss, "feeling": _pick(rng, ("happy", "glad", "proud")),
