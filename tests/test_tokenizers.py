@@ -67,3 +67,12 @@ def test_bad_tokenizer_inputs():
         train_bpe(["abc"], vocab_size=100)
     with pytest.raises(FileNotFoundError, match="allowed values are 'gpt2'"):
         load_tokenizer("no/such/tokenizer.json")
+
+
+def test_corpus_stats_table_rows(monkeypatch, tmp_path):
+    from anchorlab.text import corpus_stats
+    monkeypatch.setenv("ANCHORLAB_TINYSTORIES", str(tmp_path))  # no real sample: two corpora
+    lines = corpus_stats.table(n=30, seed=0).splitlines()
+    assert len(lines) == 2 + 2 * 2
+    assert lines[2].startswith("| stand-in (generate_standin) | GPT-2 | 30 |")
+    assert lines[5].startswith("| PrOntoQA (fictional, 1-5 hops) | own BPE-1024 | 30 |")
