@@ -41,7 +41,7 @@ def test_rows_targets_and_sources(texts):
         t = mix.targets[row]
         n = int((t != IGNORE).sum())
         doc = [int(mix.inputs[row, 0])] + t[: n - 1].tolist()
-        assert t[n - 1] == tok.eos_id and (t[n:] == IGNORE).all()
+        assert t[n - 1] == tok.eos_id and (t[n:] == IGNORE).all() and mix.last[row] == n - 2
         assert (mix.inputs[row, 1:n] == t[: n - 1]).all()  # targets are inputs shifted by one
         seen[int(mix.source[row])].append("".join(map(chr, doc)))
     assert sorted(seen[0]) == sorted(qa) and sorted(seen[1]) == sorted(stories)
@@ -54,7 +54,7 @@ def test_rows_targets_and_sources(texts):
 def test_truncation_keeps_full_context(texts):
     qa, stories = texts
     mix = build_mix(qa, stories, CharTokenizer(), 50, seed=0)
-    assert mix.truncated == 20 and (mix.targets != IGNORE).all()
+    assert mix.truncated == 20 and (mix.targets != IGNORE).all() and (mix.last == -1).all()
     with pytest.raises(ValueError, match="n_ctx"):
         build_mix(qa, stories, CharTokenizer(), 1, seed=0)
 
@@ -95,3 +95,37 @@ def test_mix_feeds_a_gamma_initialized_gpt2(texts):
     with torch.no_grad():
         loss = per_source_loss(model(mix.inputs).logits, mix.targets, mix.source)
     assert min(loss.values()) > 1.5 * math.log(tok.vocab_size)
+
+
+def test_answer_accuracy_and_source_tokens(texts):
+    pytest.importorskip("tokenizers", reason="needs the [text] extra")
+    from anchorlab.text.mix import answer_accuracy, label_ids, source_token_ids
+    from anchorlab.text.tokenizers import train_bpe
+    qa, stories = texts
+    tok = train_bpe(qa * 20 + stories, vocab_size=400)
+    true_id, false_id = label_ids(tok)
+    mix = build_mix(qa, stories, tok, 800, seed=1)
+    assert mix.truncated == 0
+    rows = (mix.source == 0).nonzero().flatten()
+    labels = mix.targets[rows, mix.last[rows]]
+    assert sorted(set(labels.tolist())) == sorted({true_id, false_id})
+    assert (mix.targets[torch.arange(len(mix)), mix.last + 1] == tok.eos_id).all()
+    # logits that put the right label first give 1.0; swapping the two label logits gives 0.0
+    logits = torch.zeros(len(mix), 800, tok.vocab_size)
+    logits[rows, mix.last[rows], labels] = 1.0
+    assert answer_accuracy(logits, mix, tok) == 1.0
+    assert answer_accuracy(logits[..., _swap(tok.vocab_size, true_id, false_id)], mix, tok) == 0.0
+    ids = source_token_ids(mix)
+    encoded = {i for t in qa for i in tok.encode(t)}
+    assert set(ids["prontoqa"].tolist()) == encoded
+    only = source_token_ids(mix, exclusive=True)
+    assert not set(only["prontoqa"].tolist()) & set(ids["stories"].tolist())
+    assert tok.eos_id not in ids["stories"].tolist() and len(only["stories"]) > len(only["prontoqa"])
+    with pytest.raises(ValueError, match="splits"):
+        label_ids(CharTokenizer())
+
+
+def _swap(n, a, b):
+    perm = list(range(n))
+    perm[a], perm[b] = b, a
+    return perm

@@ -7,8 +7,13 @@ to exactly one source and the per-source loss is a plain masked mean::
     inputs  [N, n_ctx]   ids[:, :-1]
     targets [N, n_ctx]   ids[:, 1:], IGNORE (-100) after the first end-of-text (padding)
     source  [N]          0 = PrOntoQA, 1 = stories (``SOURCES``)
+    last    [N]          index in ``targets`` of the document's last token (-1 if truncated): for a
+                         PrOntoQA row, where the model predicts the label " True" / " False"
 
 Rows are shuffled with ``seed``. ``truncated`` counts documents longer than ``n_ctx + 1`` tokens.
+:func:`answer_accuracy` is the True/False test accuracy of P1 Fig. 7 (the label must be one token, as in
+GPT-2: " True" = 6407, " False" = 10352); :func:`source_token_ids` gives the token sets whose embeddings
+P2 Fig. 7B compares.
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ class TextMix:
     inputs: torch.Tensor  # [N, n_ctx] long
     targets: torch.Tensor  # [N, n_ctx] long, IGNORE where no loss
     source: torch.Tensor  # [N] long, index into SOURCES
+    last: torch.Tensor  # [N] long, targets index of the document's last token, -1 if truncated
     truncated: int
+    eos_id: int
 
     def __len__(self) -> int:
         return self.inputs.shape[0]
@@ -43,15 +50,18 @@ def build_mix(prontoqa_texts: list[str], story_texts: list[str], tokenizer, n_ct
     eos = tokenizer.eos_id
     rows = torch.full((len(docs), n_ctx + 1), eos, dtype=torch.long)
     targets = torch.full((len(docs), n_ctx), IGNORE, dtype=torch.long)
+    last = torch.full((len(docs),), -1, dtype=torch.long)
     truncated = 0
     for i, (_, text) in enumerate(docs):
         ids = tokenizer.encode(text) + [eos]
         truncated += len(ids) > n_ctx + 1
+        if len(ids) <= n_ctx + 1:
+            last[i] = len(ids) - 3  # targets[j] = ids[j + 1]; ids[-2] is the last document token
         ids = ids[: n_ctx + 1]
         rows[i, : len(ids)] = torch.tensor(ids)
         targets[i, : len(ids) - 1] = rows[i, 1 : len(ids)]  # the loss stops at the first end-of-text
     source = torch.tensor([s for s, _ in docs], dtype=torch.long)
-    return TextMix(rows[:, :-1].contiguous(), targets, source, truncated)
+    return TextMix(rows[:, :-1].contiguous(), targets, source, last, truncated, eos)
 
 
 def per_source_loss(logits: torch.Tensor, targets: torch.Tensor, source: torch.Tensor) -> dict[str, float]:
@@ -64,3 +74,44 @@ def per_source_loss(logits: torch.Tensor, targets: torch.Tensor, source: torch.T
         m = mask & (source == k)[:, None]
         out[name] = (ce[m].sum() / m.sum()).item() if m.any() else float("nan")
     return out
+
+
+def label_ids(tokenizer) -> tuple[int, int]:
+    """The single token ids of " True" and " False" (raises if the tokenizer splits either)."""
+    out = []
+    for word in (" True", " False"):
+        ids = tokenizer.encode(word)
+        if len(ids) != 1:
+            raise ValueError(f"tokenizer splits {word!r} into {ids}; answer accuracy needs one token per label "
+                             "(train the BPE on PrOntoQA text, or use GPT-2)")
+        out.append(ids[0])
+    return out[0], out[1]
+
+
+def answer_accuracy(logits: torch.Tensor, mix: TextMix, tokenizer) -> float:
+    """Share of untruncated PrOntoQA rows whose logit for the true label beats the other label's."""
+    true_id, false_id = label_ids(tokenizer)
+    rows = torch.nonzero((mix.source == 0) & (mix.last >= 0)).flatten()
+    if len(rows) == 0:
+        raise ValueError("mix has no untruncated PrOntoQA row")
+    pos = mix.last[rows]
+    target = mix.targets[rows, pos]
+    if not ((target == true_id) | (target == false_id)).all():
+        raise ValueError("a PrOntoQA row does not end with the ' True' / ' False' token")
+    at = logits[rows, pos]
+    predicted = torch.where(at[:, true_id] > at[:, false_id], true_id, false_id)
+    return (predicted == target).float().mean().item()
+
+
+def source_token_ids(mix: TextMix, exclusive: bool = False) -> dict[str, torch.Tensor]:
+    """Sorted ids of the tokens in each source's documents (end-of-text excluded); with ``exclusive``,
+    only the tokens that the other source never uses."""
+    used = {}
+    for k, name in enumerate(SOURCES):
+        rows = mix.source == k
+        t = mix.targets[rows]
+        used[name] = (set(t[t != IGNORE].tolist()) | set(mix.inputs[rows, 0].tolist())) - {mix.eos_id}
+    if exclusive:
+        a, b = used[SOURCES[0]], used[SOURCES[1]]
+        used = {SOURCES[0]: a - b, SOURCES[1]: b - a}
+    return {name: torch.tensor(sorted(ids), dtype=torch.long) for name, ids in used.items()}
