@@ -104,6 +104,10 @@ def test_overrides_by_module_glob_last_match_wins():
     rows = gamma_init_(model, 0.5, overrides={"transformer.h.*.mlp.*": 0.8, "transformer.h.1.mlp.c_fc": 0.2,
                                               "transformer.wte": 0.1})
     table = {r.name: r.std for r in rows}
+    subtree = {r.name: r.std for r in gamma_init_(_gpt2(), 0.5, overrides={"transformer.h.0": 0.9})}
+    assert subtree["transformer.h.0.attn.c_attn.weight"] == pytest.approx(32 ** -0.9)  # a block covers its layers
+    assert subtree["transformer.h.0.mlp.c_proj.weight"] == pytest.approx(128 ** -0.9)
+    assert subtree["transformer.h.1.attn.c_attn.weight"] == pytest.approx(32 ** -0.5)
     assert table["transformer.h.0.mlp.c_fc.weight"] == pytest.approx(32 ** -0.8)
     assert table["transformer.h.1.mlp.c_proj.weight"] == pytest.approx(128 ** -0.8)
     assert table["transformer.h.1.mlp.c_fc.weight"] == pytest.approx(32 ** -0.2)
@@ -148,16 +152,29 @@ def test_bad_gamma_names_the_field(gamma):
 def test_bad_convention_override_and_unknown_weight_are_errors():
     with pytest.raises(ConfigError, match=r"^convention: allowed values are \['fan_in', 'authors_gpt2'"):
         gamma_init_(nn.Linear(4, 4), 0.5, convention="paper")
-    with pytest.raises(ConfigError, match=r"^overrides\.transformer\.h\.\*\.mpl: matches no module"):
+    with pytest.raises(ConfigError, match=r"^overrides\.transformer\.h\.\*\.mpl: covers no drawn weight"):
         gamma_init_(_gpt2(), 0.5, overrides={"transformer.h.*.mpl": 0.8})
+    with pytest.raises(ConfigError, match=r"^overrides\.lm_head: covers no drawn weight"):  # tied: drawn as wte
+        gamma_init_(_gpt2(), 0.5, overrides={"lm_head": 0.8})
+    with pytest.raises(ConfigError, match=r"^overrides: allowed values are a dict"):
+        gamma_init_(nn.Linear(4, 4), 0.5, overrides=[("*", 0.5)])
     with pytest.raises(ConfigError, match=r"^overrides\.\*: allowed values"):
         gamma_init_(nn.Linear(4, 4), 0.5, overrides={"*": -1})
 
     class Odd(nn.Module):
         def __init__(self):
             super().__init__()
+            self.lin = nn.Linear(3, 3)
             self.table = nn.Parameter(torch.zeros(3, 3))
+    odd = Odd()
+    before = odd.lin.weight.detach().clone()
     with pytest.raises(TypeError, match="table"):
-        gamma_init_(Odd(), 0.5)
+        gamma_init_(odd, 0.5)
+    assert torch.equal(odd.lin.weight, before)  # rejected before anything was drawn
+    lin = nn.Linear(4, 4)
+    before = lin.weight.detach().clone()
+    with pytest.raises(TypeError, match="no fan-in rule"):
+        gamma_init_(nn.Sequential(lin, nn.Bilinear(2, 2, 2)), 0.5)
+    assert torch.equal(lin.weight, before)
     with pytest.raises(ConfigError, match="n_layer"):
         gamma_init_(nn.Linear(4, 4), 0.5, convention="authors_gpt2_last_token")

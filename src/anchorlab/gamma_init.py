@@ -75,12 +75,31 @@ def weight_fan_in(module: nn.Module, weight: torch.Tensor, convention: str = "fa
     raise TypeError(f"no fan-in rule for the weight of {type(module).__name__}")
 
 
-def _module_gamma(module_name: str, gamma: float, overrides: dict[str, float]) -> float:
-    """γ for a module: the last override glob that matches its name, else the global γ."""
-    for pattern, g in overrides.items():
-        if fnmatch(module_name, pattern):
-            gamma = g
-    return gamma
+def _scopes(module_name: str) -> list[str]:
+    """The module's name and its ancestors' names, outermost first ("a.b.c" -> ["a", "a.b", "a.b.c"])."""
+    parts = module_name.split(".") if module_name else []
+    return [".".join(parts[: k + 1]) for k in range(len(parts))]
+
+
+def _matches(pattern: str, module_name: str) -> bool:
+    """An override glob covers a module when it matches the module's name or an ancestor's."""
+    return any(fnmatch(scope, pattern) for scope in _scopes(module_name))
+
+
+def _weights_to_draw(model: nn.Module) -> list[tuple[str, str, nn.Module, torch.Tensor]]:
+    """(param name, module name, module, weight) for every parameter γ-init draws, each shared one once."""
+    plan, seen = [], set()
+    for mod_name, module in model.named_modules():
+        for p_name, p in module.named_parameters(recurse=False):
+            full = f"{mod_name}.{p_name}" if mod_name else p_name
+            if id(p) in seen or p.dim() < 2:  # tied copy already planned; bias / norm weight left alone
+                continue
+            seen.add(id(p))
+            if p_name != "weight":
+                raise TypeError(f"{full} ({type(module).__name__}, shape {tuple(p.shape)}): no γ-init rule for "
+                                "a parameter that is not a module weight")
+            plan.append((full, mod_name, module, p))
+    return plan
 
 
 @torch.no_grad()
@@ -89,47 +108,49 @@ def gamma_init_(model: nn.Module, gamma: float, *, convention: str = "fan_in",
                 generator: torch.Generator | None = None) -> list[InitRow]:
     """Redraw every weight of ``model`` in place with std = fan_in^-γ; return one row per drawn parameter.
 
-    ``overrides`` maps module-name globs (``fnmatch``, e.g. ``"transformer.h.*.mlp.c_proj"``,
-    ``"*embed_tokens"``) to a γ for those modules; a later matching glob wins over an earlier one, and a
-    glob that matches no module is an error (a typo would otherwise be silent). Biases and norm weights
-    (every 1-D parameter) keep their values. Parameters are drawn in ``named_modules`` order from
-    ``generator`` (the global RNG when None), so a fixed generator seed gives identical weights.
+    ``overrides`` maps module-name globs (``fnmatch``) to a γ for the modules they cover: a glob covers a
+    module when it matches the module's name or an ancestor's, so ``"transformer.h.0"`` sets a whole block
+    and ``"transformer.h.*.mlp.c_proj"`` one layer type. A later covering glob wins over an earlier one.
+    A glob that covers no drawn weight is an error (a typo, or ``lm_head`` of a model whose output layer is
+    tied to, and drawn as, the input embedding). Biases and norm weights (every 1-D parameter) keep their
+    values. Weights are drawn in ``named_modules`` order from ``generator`` (the global RNG when None), so
+    a fixed generator seed gives identical weights. Nothing is changed when an argument is rejected.
     """
     gamma = _check_gamma(gamma, "gamma")
     if convention not in CONVENTIONS:
         raise ConfigError(f"convention: allowed values are {list(CONVENTIONS)}, got {convention!r}")
+    if not isinstance(overrides, dict | None):
+        raise ConfigError(f"overrides: allowed values are a dict {{module-name glob: gamma}}, got {overrides!r}")
     overrides = dict(overrides or {})
     for pattern, g in overrides.items():
         _check_gamma(g, f"overrides.{pattern}")
-    module_names = [name for name, _ in model.named_modules()]
+    plan = _weights_to_draw(model)
     for pattern in overrides:
-        if not any(fnmatch(name, pattern) for name in module_names):
-            raise ConfigError(f"overrides.{pattern}: matches no module; module names look like "
-                              f"{module_names[1:4]}")
+        if not any(_matches(pattern, mod_name) for _, mod_name, _, _ in plan):
+            examples = [mod_name for _, mod_name, _, _ in plan[:3]]
+            raise ConfigError(f"overrides.{pattern}: covers no drawn weight; weight-owning modules look like "
+                              f"{examples}")
+    if convention == "authors_gpt2_last_token" and getattr(getattr(model, "config", None), "n_layer", None) is None:
+        raise ConfigError("convention: 'authors_gpt2_last_token' needs a GPT-2 model (model.config.n_layer)")
 
     rows: list[InitRow] = []
-    seen: set[int] = set()
-    for mod_name, module in model.named_modules():
-        for p_name, p in module.named_parameters(recurse=False):
-            full = f"{mod_name}.{p_name}" if mod_name else p_name
-            if id(p) in seen or p.dim() < 2:  # tied copy already drawn; bias / norm weight left alone
-                continue
-            seen.add(id(p))
-            if p_name != "weight":
-                raise TypeError(f"{full} ({type(module).__name__}, shape {tuple(p.shape)}): no γ-init rule for "
-                                "a parameter that is not a module weight")
-            g = _module_gamma(mod_name, gamma, overrides)
-            if convention != "fan_in" and isinstance(module, nn.Embedding):
-                d_in, std = None, GPT2_INITIALIZER_RANGE
-            else:
-                try:
-                    d_in = weight_fan_in(module, p, convention)
-                except TypeError as err:
-                    raise TypeError(f"{full}: {err}") from None
-                std = d_in ** -g
-            p.normal_(0.0, std, generator=generator)
-            rows.append(InitRow(full, d_in, std))
-
+    for full, mod_name, module, p in plan:
+        g = gamma
+        for pattern, g_override in overrides.items():
+            if _matches(pattern, mod_name):
+                g = g_override
+        if convention != "fan_in" and isinstance(module, nn.Embedding):
+            d_in, std = None, GPT2_INITIALIZER_RANGE
+        else:
+            try:
+                d_in = weight_fan_in(module, p, convention)
+            except TypeError as err:
+                raise TypeError(f"{full}: {err}") from None
+            std = d_in ** -g
+        rows.append(InitRow(full, d_in, std))
+    # every rule is resolved before the first draw, so a TypeError above leaves the model as it was
+    for (_, _, _, p), row in zip(plan, rows):
+        p.normal_(0.0, row.std, generator=generator)
     if convention == "authors_gpt2_last_token":
         rows = _redraw_c_proj(model, rows, generator)
     return rows
@@ -137,9 +158,7 @@ def gamma_init_(model: nn.Module, gamma: float, *, convention: str = "fan_in",
 
 def _redraw_c_proj(model: nn.Module, rows: list[InitRow], generator: torch.Generator | None) -> list[InitRow]:
     """The authors' "last_token" variant: every ``c_proj.weight`` ~ N(0, 0.02 / sqrt(2·n_layer))."""
-    n_layer = getattr(getattr(model, "config", None), "n_layer", None)
-    if n_layer is None:
-        raise ConfigError("convention: 'authors_gpt2_last_token' needs a GPT-2 model (model.config.n_layer)")
+    n_layer = model.config.n_layer
     std = GPT2_INITIALIZER_RANGE / math.sqrt(2 * n_layer)
     redrawn = {}
     for name, p in model.named_parameters():
