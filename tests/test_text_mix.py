@@ -129,3 +129,21 @@ def _swap(n, a, b):
     perm = list(range(n))
     perm[a], perm[b] = b, a
     return perm
+
+
+def test_make_save_load_round_trip(tmp_path):
+    from anchorlab.text.mix import load_mix, make_mix, save_mix
+    tok = CharTokenizer()
+    tok.name = "chars"
+    mix, record = make_mix(10, 6, "standin", tok, n_ctx=300, seed=4)
+    assert len(mix) == 16 and (mix.source == 1).sum() == 6 and record["stories_is_standin"]
+    assert record["prontoqa"]["max_hops"] == 5 and record["tokenizer"] == "chars"
+    again, _ = make_mix(10, 6, "standin", tok, n_ctx=300, seed=4)
+    assert torch.equal(again.inputs, mix.inputs)
+    loaded, meta = load_mix(save_mix(mix, tmp_path / "mix", record))
+    for field in ("inputs", "targets", "source", "last"):
+        assert torch.equal(getattr(loaded, field), getattr(mix, field)), field
+    assert loaded.truncated == mix.truncated and loaded.eos_id == 0 and meta["n_ctx"] == 300
+    (tmp_path / "s.txt").write_text("one story\n<|endoftext|>\nanother")
+    with pytest.raises(ValueError, match="n_stories: .* holds 2 stories"):
+        make_mix(2, 3, tmp_path / "s.txt", tok, n_ctx=50, seed=0)

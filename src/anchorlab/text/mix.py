@@ -13,16 +13,21 @@ to exactly one source and the per-source loss is a plain masked mean::
 Rows are shuffled with ``seed``. ``truncated`` counts documents longer than ``n_ctx + 1`` tokens.
 :func:`answer_accuracy` is the True/False test accuracy of P1 Fig. 7 (the label must be one token, as in
 GPT-2: " True" = 6407, " False" = 10352); :func:`source_token_ids` gives the token sets whose embeddings
-P2 Fig. 7B compares.
+P2 Fig. 7B compares. :func:`make_mix` builds the paper's data (5,000 PrOntoQA + 5,000 stories) from a
+story source and a tokenizer; :func:`save_mix` / :func:`load_mix` keep it as ``mix.safetensors`` +
+``mix.json`` so training reads a file, not a generator.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
 
 SOURCES = ("prontoqa", "stories")
 IGNORE = -100
@@ -62,6 +67,45 @@ def build_mix(prontoqa_texts: list[str], story_texts: list[str], tokenizer, n_ct
         targets[i, : len(ids) - 1] = rows[i, 1 : len(ids)]  # the loss stops at the first end-of-text
     source = torch.tensor([s for s, _ in docs], dtype=torch.long)
     return TextMix(rows[:, :-1].contiguous(), targets, source, last, truncated, eos)
+
+
+def make_mix(n_prontoqa: int, n_stories: int, stories: str | Path, tokenizer, n_ctx: int, seed: int,
+             prontoqa_cfg=None) -> tuple[TextMix, dict]:
+    """PrOntoQA examples (seed ``seed``) + the first ``n_stories`` stories of ``stories`` (any
+    :func:`~anchorlab.text.stories.load_stories` source; the stand-in uses seed ``seed + 1``), shuffled with
+    ``seed + 2``. Returns the mix and a JSON-able record of how it was made."""
+    from anchorlab.text.prontoqa import ProntoQAConfig, generate
+    from anchorlab.text.stories import load_stories
+
+    cfg = prontoqa_cfg or ProntoQAConfig()
+    qa = [e.text for e in generate(cfg, n_prontoqa, seed)] if n_prontoqa else []
+    story_texts = load_stories(stories, n=n_stories, seed=seed + 1) if n_stories else []
+    if len(story_texts) < n_stories:
+        raise ValueError(f"n_stories: {stories} holds {len(story_texts)} stories, fewer than {n_stories}")
+    mix = build_mix(qa, story_texts, tokenizer, n_ctx, seed + 2)
+    record = {"n_prontoqa": n_prontoqa, "n_stories": n_stories, "stories": str(stories),
+              "stories_is_standin": str(stories) == "standin", "tokenizer": getattr(tokenizer, "name", "?"),
+              "vocab_size": tokenizer.vocab_size, "eos_id": tokenizer.eos_id, "n_ctx": n_ctx, "seed": seed,
+              "prontoqa": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__}, "truncated": mix.truncated}
+    return mix, record
+
+
+def save_mix(mix: TextMix, directory: str | Path, record: dict | None = None) -> Path:
+    """Write ``mix.safetensors`` (inputs, targets, source, last) and ``mix.json`` (record) to ``directory``."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file({"inputs": mix.inputs, "targets": mix.targets, "source": mix.source, "last": mix.last},
+              str(directory / "mix.safetensors"))
+    meta = dict(record or {}, truncated=mix.truncated, eos_id=mix.eos_id, sources=list(SOURCES))
+    (directory / "mix.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return directory
+
+
+def load_mix(directory: str | Path) -> tuple[TextMix, dict]:
+    directory = Path(directory)
+    t = load_file(str(directory / "mix.safetensors"))
+    meta = json.loads((directory / "mix.json").read_text())
+    return TextMix(t["inputs"], t["targets"], t["source"], t["last"], meta["truncated"], meta["eos_id"]), meta
 
 
 def per_source_loss(logits: torch.Tensor, targets: torch.Tensor, source: torch.Tensor) -> dict[str, float]:
