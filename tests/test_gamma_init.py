@@ -178,3 +178,12 @@ def test_bad_convention_override_and_unknown_weight_are_errors():
     assert torch.equal(lin.weight, before)
     with pytest.raises(ConfigError, match="n_layer"):
         gamma_init_(nn.Linear(4, 4), 0.5, convention="authors_gpt2_last_token")
+
+
+def test_torch_multihead_attention_in_proj():
+    net = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=256, batch_first=True)
+    table = {r.name: r for r in gamma_init_(net, 0.5)}
+    assert table["self_attn.in_proj_weight"].fan_in == 64  # [3·64, 64]
+    assert table["self_attn.out_proj.weight"].fan_in == 64
+    assert table["linear2.weight"].fan_in == 256
+    _assert_std_close(net, {"self_attn.in_proj_weight": 64 ** -0.5, "linear2.weight": 256 ** -0.5})

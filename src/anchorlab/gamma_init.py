@@ -4,15 +4,16 @@
 the same for models we do not write (HF ``GPT2LMHeadModel``, ``LlamaForCausalLM``, plain ``nn.Module``s)
 by reading the *true* input dimension off each weight's storage layout:
 
-=======================  ==============  ==============================  =================================
-module                   weight storage  ``convention="fan_in"``         ``convention="authors_gpt2"``
-=======================  ==============  ==============================  =================================
-``nn.Linear``            [out, in]       in = shape[1]                   shape[1] (= in)
-HF GPT-2 ``Conv1D``      [in, out]       in = shape[0]                   shape[1] (= **out**, their quirk)
-``nn.Conv{1,2,3}d``      [out, in/g, k]  in/g · prod(k)                  same as ``fan_in``
-``nn.Embedding``         [V, D]          D (SPEC §I.4: ``size(1)``)      N(0, initializer_range = 0.02)
-biases, norm weights     1-D             untouched                       untouched
-=======================  ==============  ==============================  =================================
+=========================  ==============  ===============================  ==================================
+module                     weight storage  ``convention="fan_in"``          ``convention="authors_gpt2"``
+=========================  ==============  ===============================  ==================================
+``nn.Linear``              [out, in]       in = shape[1]                    shape[1] (= in)
+HF GPT-2 ``Conv1D``        [in, out]       in = shape[0]                    shape[1] (= **out**, their quirk)
+``nn.MultiheadAttention``  [3E, E]         E = shape[1] (``*proj_weight``)  same as ``fan_in``
+``nn.Conv{1,2,3}d``        [out, in/g, k]  in/g · prod(k)                   same as ``fan_in``
+``nn.Embedding``           [V, D]          D (SPEC §I.4: ``size(1)``)       N(0, initializer_range = 0.02)
+biases, norm weights       1-D             untouched                        untouched
+=========================  ==============  ===============================  ==================================
 
 The embedding row follows the paper's d_in table (SPEC §I.4, pitfall 4): the authors' code gives
 ``nn.Embedding`` weights ``weight.size(1)`` = d_model, not the vocabulary size. ``"authors_gpt2"`` is what
@@ -64,11 +65,11 @@ def _check_gamma(value: object, field_name: str) -> float:
 
 def weight_fan_in(module: nn.Module, weight: torch.Tensor, convention: str = "fan_in") -> int:
     """The d_in that γ-init uses for ``module.weight`` (see the module table)."""
-    if convention != "fan_in":  # the authors' HF script: weight.size(1) for every Linear / Conv1D
-        return weight.shape[1]
+    if convention != "fan_in" and (isinstance(module, nn.Linear) or _is_conv1d(module)):
+        return weight.shape[1]  # the authors' HF script: weight.size(1) for every Linear / Conv1D
     if _is_conv1d(module):
         return weight.shape[0]
-    if isinstance(module, nn.Linear | nn.Embedding):
+    if isinstance(module, nn.Linear | nn.Embedding | nn.MultiheadAttention):  # MHA: in_proj_weight [3E, E]
         return weight.shape[1]
     if isinstance(module, nn.Conv1d | nn.Conv2d | nn.Conv3d):
         return weight[0].numel()
@@ -95,7 +96,8 @@ def _weights_to_draw(model: nn.Module) -> list[tuple[str, str, nn.Module, torch.
             if id(p) in seen or p.dim() < 2:  # tied copy already planned; bias / norm weight left alone
                 continue
             seen.add(id(p))
-            if p_name != "weight":
+            mha_proj = isinstance(module, nn.MultiheadAttention) and p_name.endswith("proj_weight")
+            if p_name != "weight" and not mha_proj:
                 raise TypeError(f"{full} ({type(module).__name__}, shape {tuple(p.shape)}): no γ-init rule for "
                                 "a parameter that is not a module weight")
             plan.append((full, mod_name, module, p))

@@ -28,6 +28,7 @@ import socket
 import statistics
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlparse
 
 SEPARATOR = "<|endoftext|>"
 HF_DATASET = "roneneldan/TinyStories"
@@ -80,9 +81,12 @@ def load_parquet(path: str | Path, field: str = "text") -> list[str]:
     return [s for s in table.column(field).to_pylist() if s]
 
 
-def _hub_reachable(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the hub (``HF_ENDPOINT``'s host, default huggingface.co) opens in time."""
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
     try:
-        with socket.create_connection((host, 443), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
