@@ -140,30 +140,48 @@ _ANIMALS = (("cat", "Whiskers"), ("dog", "Spot"), ("bunny", "Hoppy"), ("bird", "
             ("bear", "Fuzzy"), ("duck", "Quack"), ("fox", "Rusty"), ("mouse", "Squeak"), ("fish", "Bubbles"),
             ("owl", "Hoot"), ("puppy", "Buddy"), ("kitten", "Mittens"), ("turtle", "Shelly"), ("lion", "Roary"),
             ("monkey", "Coco"), ("pig", "Pinky"), ("squirrel", "Nutty"), ("horse", "Star"), ("bee", "Buzzy"),
-            ("elephant", "Ellie"), ("butterfly", "Flutter"), ("ladybug", "Dot"), ("snail", "Slowpoke"))
+            ("elephant", "Ellie"), ("butterfly", "Flutter"), ("ladybug", "Dot"), ("snail", "Slowpoke"),
+            ("goat", "Billy"), ("deer", "Dash"), ("penguin", "Pip"), ("dragon", "Sparky"), ("giraffe", "Stretch"),
+            ("hen", "Henny"), ("zebra", "Stripes"), ("whale", "Splashy"), ("crab", "Pinchy"), ("sheep", "Woolly"),
+            ("raccoon", "Bandit"), ("hedgehog", "Prickles"))
 _THINGS = (("car", "Beep"), ("truck", "Vroom"), ("train", "Choo"), ("robot", "Bolt"), ("boat", "Splash"),
            ("plane", "Zoom"), ("balloon", "Puff"), ("toy", "Teddy"))
 _ADJ_CHAR = ("little", "happy", "kind", "brave", "curious", "shy", "silly", "friendly", "small", "clever", "gentle",
              "playful", "lonely", "proud", "busy", "sleepy", "cheerful", "tiny", "young", "funny", "careful",
-             "honest", "grumpy", "helpful")
+             "honest", "grumpy", "helpful",
+             "polite", "lazy", "smart", "quiet", "loud", "strong", "fast", "slow", "bossy", "caring", "happy-go-lucky",
+             "wise", "naughty", "excited", "hungry", "bored")
 _ADJ_THING = ("big", "red", "shiny", "soft", "blue", "old", "new", "pretty", "round", "yellow", "green", "tiny",
               "fluffy", "bright", "heavy", "colorful", "smooth", "sparkly", "purple", "warm", "special", "strange",
-              "golden", "striped", "wooden", "fancy")
+              "golden", "striped", "wooden", "fancy",
+              "tall", "long", "dirty", "clean", "broken", "magic", "fuzzy", "sticky", "cold", "pink", "white", "black",
+              "little", "gentle", "noisy", "giant", "bumpy", "cozy", "lovely")
 _OBJECTS = ("ball", "kite", "hat", "box", "book", "cup", "drum", "doll", "flower", "stone", "shell", "key", "bell",
             "spoon", "blanket", "crayon", "puzzle", "rope", "jar", "leaf", "feather", "ribbon", "sock", "map",
             "toy car", "necklace", "basket", "bucket", "button", "candle", "cookie", "apple", "banana", "cake",
             "pencil", "whistle", "mirror", "umbrella", "scarf", "coin", "block", "bone", "carrot", "sandwich",
-            "teddy bear", "boat", "sticker", "lamp", "seed", "ring")
+            "teddy bear", "boat", "sticker", "lamp", "seed", "ring",
+            "hammer", "brush", "shoe", "paper", "bottle", "star", "clock", "pillow", "tent", "wagon", "sled", "shovel",
+            "bowl", "treasure", "backpack", "glove", "jacket", "ladder", "net", "tire", "rock", "crown", "wand", "flag",
+            "puppet", "trumpet", "guitar", "picture", "letter", "gift", "pie", "bike", "swing", "bag", "marble",
+            "piano", "sandcastle", "snowman", "toothbrush", "towel", "fork", "bench", "nest", "pumpkin", "seashell",
+            "lollipop", "cupcake", "helmet", "rocket", "train set")
 _PLACES = ("park", "garden", "forest", "beach", "farm", "pond", "playground", "kitchen", "backyard", "meadow",
            "zoo", "school", "river", "hill", "market", "library", "jungle", "lake", "field", "house", "cave",
-           "store", "town", "yard", "castle", "barn", "shop", "street", "sky", "sea")
+           "store", "town", "yard", "castle", "barn", "shop", "street", "sky", "sea",
+           "mountain", "island", "city", "village", "bakery", "museum", "hospital", "pool", "attic", "bedroom",
+           "classroom", "desert", "station", "harbor", "orchard", "swamp", "tree house", "circus", "farmhouse",
+           "bathroom")
 _PLAYMATES = ("mom", "dad", "friend", "sister", "brother", "grandma", "grandpa", "teacher", "neighbor", "aunt",
               "uncle", "best friend")
 _ACTIVITIES = ("play outside", "run in the grass", "jump in puddles", "sing songs", "draw pictures",
                "read books", "dance", "climb trees", "swim", "build things", "look at the stars", "bake cookies",
                "help others", "play hide and seek", "go fast", "explore", "pick flowers", "fly high",
                "play with toys", "dig in the sand", "paint", "ride a bike", "watch the clouds", "chase butterflies",
-               "splash in the water", "make new friends", "tell jokes", "eat treats")
+               "splash in the water", "make new friends", "tell jokes", "eat treats",
+               "fly a kite", "build sandcastles", "feed the ducks", "play the drum", "count the stars",
+               "collect shells", "plant seeds", "make a fort", "play catch", "roll down the hill", "splash in the pond",
+               "go to the store", "visit the zoo", "skip rocks", "look for bugs", "play pretend", "make music")
 _FEELINGS = ("happy", "sad", "scared", "excited", "angry", "surprised", "worried", "proud", "tired", "glad",
              "upset", "curious", "brave", "calm", "silly", "sorry", "thankful", "lonely", "jolly", "nervous")
 _WEATHER = ("sunny", "rainy", "windy", "cold", "warm", "cloudy", "snowy", "bright", "hot", "quiet")
@@ -181,11 +199,17 @@ _SIGHTS = ("tall trees", "pretty flowers", "a little stream", "big rocks", "gree
            "white clouds", "a rainbow", "red apples", "bright lights", "soft sand", "tall grass", "a wooden fence",
            "a big slide", "colorful birds", "a shiny puddle", "an old bridge", "yellow leaves", "a tiny nest",
            "many boats", "a funny scarecrow", "sweet berries", "a sleepy cow", "buzzing bees", "a long path",
-           "a happy farmer", "a big swing", "orange pumpkins", "a dark hole", "a pile of snow")
+           "a happy farmer", "a big swing", "orange pumpkins", "a dark hole", "a pile of snow",
+           "a big castle", "purple grapes", "a shiny car", "a sleepy cat", "a row of houses", "a blue lake",
+           "a tall tower", "a red barn", "a field of corn", "a quiet road", "fluffy sheep", "a small boat",
+           "a crowd of people", "a big moon", "twinkling stars", "a pile of leaves", "a muddy puddle", "a funny clown",
+           "a little shop", "green hills")
 _SOUNDS = ("birds singing", "the wind whistling", "water splashing", "leaves rustling", "children laughing",
            "a dog barking", "a bell ringing", "frogs croaking", "rain tapping", "a drum beating")
 _FOODS = ("cookies", "apples", "soup", "bread", "cake", "ice cream", "carrots", "berries", "pie", "milk",
-          "cheese", "candy", "pancakes", "grapes", "juice", "muffins", "peas", "noodles", "honey", "popcorn")
+          "cheese", "candy", "pancakes", "grapes", "juice", "muffins", "peas", "noodles", "honey", "popcorn",
+          "pizza", "eggs", "rice", "oranges", "pears", "soup and bread", "chocolate", "lemonade", "corn", "peaches",
+          "toast", "jam", "beans", "watermelon", "sandwiches")
 _ACTIONS = ("jumped up and down", "ran around in circles", "clapped {poss} hands", "spun around",
             "hummed a little song", "skipped along the path", "rolled in the grass", "waved to everyone",
             "giggled", "looked all around", "took a deep breath", "sat down to rest", "danced a silly dance",
@@ -220,7 +244,7 @@ def _character(rng: random.Random) -> dict[str, str]:
 
 
 def _say(rng: random.Random, speaker: str, line: str) -> str:
-    verb = _pick(rng, ("said", "asked", "shouted", "whispered", "cried", "replied", "laughed"))
+    verb = _pick(rng, ("said", "shouted", "whispered", "cried", "replied", "laughed"))
     if line.endswith("?"):
         verb = "asked"
     if rng.random() < 0.6:
@@ -271,7 +295,7 @@ def standin_story(rng: random.Random) -> str:
                                                  f"I want some {_pick(rng, _FOODS)}!"))))
     p1 += scene
     time = _pick(rng, _TIMES)
-    plot = rng.randrange(4)
+    plot = rng.randrange(6)
     if plot == 0:  # lost object
         p2 = [f"{time}, {name} went to the {place2} with {poss} {obj}.",
               f"{Pron} played and played, but then {pron} could not find {poss} {obj}!",
@@ -306,6 +330,31 @@ def standin_story(rng: random.Random) -> str:
               f"{name} felt {_pick(rng, ('safe', 'calm', 'better', 'warm'))} again.",
               f"When the sky was {_pick(rng, ('clear', 'blue', 'bright', 'quiet'))}, they went to "
               f"{_pick(rng, _ACTIVITIES)} together."]
+    elif plot == 3:  # a mistake and an apology
+        p2 = [f"{time}, {name} was playing with {poss} {mate}'s {obj_adj} {obj} in the {place2}.",
+              f"{Pron} {_pick(rng, ('threw', 'dropped', 'pulled', 'kicked', 'squeezed'))} it too hard, and it "
+              f"{_pick(rng, ('broke', 'fell in the mud', 'got a big hole', 'rolled away', 'flew over the fence'))}.",
+              f"{name} felt {_pick(rng, ('bad', 'scared', 'sorry', 'sad'))} and wanted to hide it.",
+              _say(rng, name, _pick(rng, ("Oh no!", "What did I do?", "Nobody saw it.", "I will be in trouble!")))]
+        p3 = [f"But then {pron} went to {poss} {mate} and told the truth.",
+              _say(rng, name, _pick(rng, (f"I am sorry, I broke your {obj}.", "I made a mistake. I am sorry.",
+                                          f"It was me. I was not careful with the {obj}."))),
+              f"{poss.capitalize()} {mate} smiled and said it was okay, and they "
+              f"{_pick(rng, ('fixed it together', 'cleaned it up together', 'found a new one', 'made a new one'))}.",
+              f"{name} felt {_pick(rng, ('better', 'light and happy', 'glad', 'proud'))} for being honest."]
+    elif plot == 4:  # a trip
+        vehicle = _pick(rng, ("car", "bus", "train", "boat", "bike", "wagon"))
+        p2 = [f"{time}, {name} and {poss} {mate} went on a trip to the {place2}.",
+              f"They went by {vehicle}, and {name} looked out at {_pick(rng, _SIGHTS)} and {_pick(rng, _SIGHTS)}.",
+              _say(rng, name, _pick(rng, ("Are we there yet?", "This is so much fun!", f"Look, {_pick(rng, _SIGHTS)}!",
+                                          "I have never been here before!"))),
+              f"At the {place2}, they saw {_a(_pick(rng, _ADJ_CHAR))} {friend_noun} "
+              f"{_pick(rng, ('eating', 'carrying', 'looking for', 'playing with'))} {_a(obj)}."]
+        p3 = [f"{name} wanted to {_pick(rng, _ACTIVITIES)}, so {pron} asked the {friend_noun} to come along.",
+              f"They {_pick(rng, _ACTIONS).format(poss='their')} and ate {_pick(rng, _FOODS)} under "
+              f"{_a(_pick(rng, ('tree', 'big umbrella', 'bridge', 'tent')))}.",
+              f"When the sun went down, it was time to go home on the {vehicle}.",
+              f"{name} was {_pick(rng, ('tired', 'sleepy'))} but {_pick(rng, ('happy', 'glad', 'excited'))}."]
     else:  # a new friend / helping
         p2 = [f"{time}, {name} met {_a(friend)} at the {place2}.",
               f"The {friend_noun} was {_pick(rng, ('stuck', 'hungry', 'lost', 'sad', 'alone', 'cold'))}.",
@@ -319,7 +368,8 @@ def standin_story(rng: random.Random) -> str:
               f"They played in the {place2} all day.",
               f"{name} felt {_pick(rng, ('proud', 'happy', 'warm inside', 'good'))} because {pron} helped."]
     lesson = lesson.format(**fmt)
-    ending = _pick(rng, _ENDINGS).format(lesson=lesson, moral=moral.format(**fmt), **fmt)
+    endings = _ENDINGS if plot not in (2, 3) else tuple(e for e in _ENDINGS if "{friend}" not in e)  # no friend
+    ending = _pick(rng, endings).format(lesson=lesson, moral=moral.format(**fmt), **fmt)
     p3.append(ending)
     return "\n\n".join(" ".join(p) for p in (p1, p2, p3))
 
