@@ -108,3 +108,4 @@ def apply_init(model: nn.Module, cfg: InitConfig, generator: torch.Generator) ->
 
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+from anchorlab.gamma_init import gamma_init_  # noqa: E402,F401  (γ-init for any PyTorch / HF model)
