@@ -3,7 +3,7 @@
 Each recipe reads run or sweep directories (never re-runs training), computes the figure's data,
 and writes ``<out>/<name>.png`` with the data behind it as ``<out>/<name>.csv`` (and returns the PNG path).
 Modules: :mod:`.phase` (sweep grids: P1 Fig. 2, 14), :mod:`.p1` (P1 mechanism figures),
-:mod:`.p2` (P2 figures).
+:mod:`.p2` (P2 figures), :mod:`.text` (real-language figures).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
 def _load_all() -> None:
     import importlib
 
-    for mod in ("phase", "p1", "p2"):
+    for mod in ("phase", "p1", "p2", "text"):
         try:
             importlib.import_module(f"anchorlab.figures.{mod}")
         except ModuleNotFoundError as e:
