@@ -142,3 +142,20 @@ def test_collect_reports_unfinished_runs(tmp_path):
     assert {r["status"] for r in collect(tmp_path / "sw")} == {"missing"}
     with pytest.raises(ConfigError, match="sweep_dir"):
         collect(tmp_path / "nowhere")
+
+
+def test_dry_run_lists_runs_and_their_status_without_writing(tmp_path, capsys):
+    from anchorlab.cli import main
+    from anchorlab.train import train
+
+    spec_path = write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]\n"seed" = [1, 2]')
+    rows = plan(load_sweep(spec_path), tmp_path / "sw")
+    (tmp_path / "sw" / "sweep.json").unlink()
+    train(rows[0][1], rows[0][2], show_progress=False)
+    rows[1][2].mkdir()
+    (rows[1][2] / "config.json").write_text(json.dumps(rows[1][1].to_dict()))  # started, not finished
+    assert main(["sweep", spec_path, "--out", str(tmp_path / "sw"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "4 runs" in out and "1 done, 1 partial, 2 new" in out
+    assert f"{rows[3][1].run_id()}  new      init.gamma=1.0  seed=2" in out
+    assert not (tmp_path / "sw" / "sweep.json").exists()
