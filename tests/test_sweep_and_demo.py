@@ -159,3 +159,43 @@ def test_dry_run_lists_runs_and_their_status_without_writing(tmp_path, capsys):
     assert "4 runs" in out and "1 done, 1 partial, 2 new" in out
     assert f"{rows[3][1].run_id()}  new      init.gamma=1.0  seed=2" in out
     assert not (tmp_path / "sw" / "sweep.json").exists()
+
+
+def test_p1_fig14_lr_wd_heatmap_is_the_mean_over_seeds(tmp_path, capsys):
+    import csv
+
+    from anchorlab import rundir
+    from anchorlab.cli import main
+
+    spec = write_sweep(tmp_path, '"train.lr_multiplier" = [2.0, 4.0]\n"train.weight_decay" = [0.01, 0.1]\n'
+                                 '"seed" = [1, 2]', '[set]\n"task.held_out" = [[3, 4], [4, 3]]\n"train.lr" = 1e-4')
+    out = tmp_path / "sw"
+    assert main(["sweep", spec, "--out", str(out), "--backend", "local"]) == 0
+    # give every run a known inferential accuracy, so the expected cell means are exact
+    value = {}
+    for run_id, point in rundir.read_json(out / "sweep.json")["runs"].items():
+        cfg = rundir.read_config(out / run_id)
+        assert cfg.task.held_out == ((3, 4), (4, 3)) and cfg.seeds.init_seed == point["seed"]
+        s = rundir.read_json(out / run_id / "summary.json")
+        v = point["train.lr_multiplier"] / 10 + point["train.weight_decay"] + point["seed"] / 100
+        s["unseen_inferential_acc"], s["seen_test_acc"] = v, (0.5 if point["train.weight_decay"] == 0.1 else 1.0)
+        rundir.write_json(out / run_id / "summary.json", s)
+        value[(point["train.lr_multiplier"], point["train.weight_decay"], point["seed"])] = v
+    assert main(["figure", "p1-fig14", str(out), "--out", str(tmp_path / "fig")]) == 0
+    table = list(csv.DictReader(open(tmp_path / "fig" / "p1-fig14.csv")))
+    assert len(table) == 4
+    for r in table:
+        m, wd = round(float(r["peak_lr"]) / 1e-4, 6), float(r["weight_decay"])
+        assert float(r["unseen_inferential_acc"]) == pytest.approx((value[(m, wd, 1)] + value[(m, wd, 2)]) / 2)
+        assert r["n_seeds"] == "2" and r["hatched"] == str(wd == 0.1)
+    assert {r["peak_lr"] for r in table} == {"0.0002", "0.0004"}
+    assert (tmp_path / "fig" / "p1-fig14.png").stat().st_size > 10_000
+
+
+def test_p1_fig14_refuses_a_sweep_that_varies_more_than_lr_wd_seed(tmp_path, capsys):
+    from anchorlab.cli import main
+
+    spec = write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]', '[set]\n"train.epochs" = 1')
+    assert main(["sweep", spec, "--out", str(tmp_path / "sw"), "--backend", "local"]) == 0
+    assert main(["figure", "p1-fig14", str(tmp_path / "sw"), "--out", str(tmp_path / "fig")]) == 2
+    assert "runs differ in more than LR, WD and seed" in capsys.readouterr().err

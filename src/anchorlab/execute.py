@@ -59,9 +59,9 @@ class SweepProgress:
     def label(self) -> str:
         return f"{self.done}/{self.n_runs} runs done, {len(self.running)} running, {self.failed} failed"
 
-    def _label(self) -> None:
+    def _label(self, refresh: bool = True) -> None:
         if self.bar is not None:
-            self.bar.set_description(self.label(), refresh=True)
+            self.bar.set_description(self.label(), refresh=refresh)
 
     def event(self, key: str, epoch: int | None, payload: Any) -> None:
         """``epoch`` done with status line ``payload``; or, with ``epoch`` None, the run ended (``payload``:
@@ -82,7 +82,7 @@ class SweepProgress:
                 self.bar.update(max(0, epoch - self.epochs.get(key, 0)))
                 self.bar.set_postfix(progress_postfix(payload), refresh=False)
             self.epochs[key] = epoch
-        self._label()
+        self._label(refresh=epoch is None)  # an epoch redraws through update(); a run's end redraws now
 
     def write(self, line: str) -> None:
         if self.bar is not None:
@@ -127,7 +127,7 @@ def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress:
     jobs = [(c, Path(d)) for c, d in jobs]
     results, todo_idx = split_done(jobs)
     todo = [jobs[i] for i in todo_idx]
-    epochs_before = sum(jobs[i][0].train.epochs for i in range(len(jobs)) if i not in set(todo_idx))
+    epochs_before = sum(c.train.epochs for c, _ in jobs) - sum(c.train.epochs for c, _ in todo)
     progress = SweepProgress(todo, len(jobs) - len(todo), epochs_before, show_progress)
     try:
         if not todo:
