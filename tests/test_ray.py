@@ -82,3 +82,13 @@ def test_bad_ray_options_name_the_field(tmp_path):
         run_ray(job, SweepProgress(job, 0, 0, False), num_gpus=-0.5)
     with pytest.raises(ConfigError, match="max_retries"):
         run_ray(job, SweepProgress(job, 0, 0, False), max_retries=-1)
+
+
+def test_ray_options_need_the_ray_backend(tmp_path, capsys):
+    from anchorlab.cli import main
+    from tests.test_sweep_and_demo import write_sweep
+
+    spec = write_sweep(tmp_path, '"init.gamma" = [0.5]')
+    assert main(["sweep", spec, "--out", str(tmp_path / "sw"), "--backend", "process", "--address", "auto"]) == 2
+    assert "--address: only with --backend ray" in capsys.readouterr().err
+    assert not (tmp_path / "sw").exists()

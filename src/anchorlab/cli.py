@@ -45,6 +45,9 @@ def _cmd_sweep(a: argparse.Namespace) -> None:
     if a.dry_run:
         print(describe(spec, out))
         return
+    if a.backend != "ray" and (a.address or a.gpus_per_run):
+        raise ConfigError(f"{'--address' if a.address else '--gpus-per-run'}: only with --backend ray, "
+                          f"got --backend {a.backend}")
     rows = plan(spec, out)
     options = {}
     if a.backend == "ray":
