@@ -1,15 +1,94 @@
+import pytest
+
 from anchorlab import rundir
-from anchorlab.execute import run_all
+from anchorlab.config import ConfigError
+from anchorlab.execute import SweepProgress, run_all
+from anchorlab.sweep import load_sweep, plan
+from anchorlab.train import train
 from tests.conftest import tiny_config
+from tests.test_sweep_and_demo import write_sweep
+
+# The numbers a run's summary must reproduce on every back-end (wall time and paths excluded).
+SUMMARY_NUMBERS = ("run_id", "steps", "train_loss", "seen_train_acc", "seen_test_acc", "unseen_inferential_acc",
+                   "unseen_symmetric_acc", "best", "group_acc")
 
 
-def test_process_pool_equals_in_process_and_reports_failures(tmp_path):
-    cfgs = [tiny_config(**{"init.gamma": g, "train.epochs": 2}) for g in (0.5, 1.0)]
-    serial = run_all([(c, tmp_path / "s" / c.run_id()) for c in cfgs], workers=1, show_progress=False)
+def grid_2x2(tmp_path):
+    """A 2 (γ) × 2 (depth) sweep of tiny runs: its jobs and the summaries of plain in-process training."""
+    spec = load_sweep(write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]\n"model.n_layers" = [1, 2]',
+                                  '[set]\n"train.eval_every" = 1'))
+    rows = plan(spec, tmp_path / "sweep")
+    reference = {cfg.run_id(): train(cfg, tmp_path / "ref" / cfg.run_id(), show_progress=False)
+                 for _, cfg, _ in rows}
+    return [(cfg, d) for _, cfg, d in rows], reference
+
+
+def assert_same_numbers(results, reference):
+    assert len(results) == 4 and all(r.error is None for r in results), [r.error for r in results]
+    for r in results:
+        ref = reference[r.run_dir.name]
+        assert {k: r.summary[k] for k in SUMMARY_NUMBERS} == {k: ref[k] for k in SUMMARY_NUMBERS}
+        assert rundir.is_done(r.run_dir)
+
+
+@pytest.mark.parametrize("backend", ["local", "process"])
+def test_2x2_sweep_equals_plain_training_and_reports_failures(tmp_path, backend, capsys):
+    jobs, reference = grid_2x2(tmp_path)
     bad = tiny_config(**{"train.batch_size": 100_000})  # more than the training rows: this run fails
-    jobs = [(c, tmp_path / "p" / c.run_id()) for c in cfgs] + [(bad, tmp_path / "p" / "bad")]
-    pooled = run_all(jobs, workers=2, show_progress=False)
-    assert [r.error is None for r in pooled] == [True, True, False]
-    assert "batch_size" in pooled[2].error
-    for a, b in zip(serial, pooled):
-        assert rundir.read_metrics(a.run_dir) == rundir.read_metrics(b.run_dir)
+    results = run_all([*jobs[:2], (bad, tmp_path / "bad"), *jobs[2:]], workers=2, backend=backend,
+                      show_progress=False)
+    assert [r.run_dir for r in results] == [d for _, d in jobs[:2]] + [tmp_path / "bad"] + [d for _, d in jobs[2:]]
+    assert "batch_size" in results[2].error  # the failure is reported and the others go on
+    out = capsys.readouterr().out
+    assert f"run failed: {tmp_path / 'bad'}" in out and "batch_size" in out
+    assert_same_numbers(results[:2] + results[3:], reference)
+
+
+def test_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path):
+    jobs, reference = grid_2x2(tmp_path)
+    (cfg0, d0), (cfg1, d1) = jobs[0], jobs[1]
+    train(cfg0, d0, show_progress=False)  # finished before the interruption
+    done_mtime = (d0 / rundir.SUMMARY).stat().st_mtime_ns
+
+    def interrupt(epoch, _total, _status):
+        raise KeyboardInterrupt  # the sweep is killed after the first epoch of the second run
+
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg1, d1, progress=interrupt)
+    assert not rundir.is_done(d1) and [r["epoch"] for r in rundir.read_metrics(d1)] == [0, 1]
+    start_mtime = rundir.checkpoint_path(d1, 0).stat().st_mtime_ns  # written only when a run starts afresh
+
+    results = run_all(jobs, backend="local", show_progress=False)
+    assert (d0 / rundir.SUMMARY).stat().st_mtime_ns == done_mtime  # not trained again
+    assert results[0].summary == rundir.read_json(d0 / rundir.SUMMARY)
+    assert rundir.checkpoint_path(d1, 0).stat().st_mtime_ns == start_mtime  # resumed, not restarted
+    assert [r["epoch"] for r in rundir.read_metrics(d1)] == [0, 1, 2]
+    assert_same_numbers(results, reference)  # and resuming changes no number
+
+
+def test_done_run_with_another_config_fails_alone(tmp_path):
+    a, b = tiny_config(**{"train.epochs": 1}), tiny_config(**{"train.epochs": 1, "init.gamma": 0.7})
+    train(a, tmp_path / "x", show_progress=False)
+    results = run_all([(b, tmp_path / "x"), (a, tmp_path / "y")], show_progress=False)
+    assert "init.gamma" in results[0].error and results[1].error is None
+
+
+def test_progress_counts_done_running_failed():
+    jobs = [(tiny_config(**{"train.epochs": 2}), f"r{i}") for i in range(3)]
+    p = SweepProgress(jobs, n_done_before=1, epochs_done_before=2, show=True)
+    assert p.label() == "1/4 runs done, 0 running, 0 failed"
+    status = {"loss": 1.0, "seen_test_acc": 0.5}
+    p.event("r0", 1, status)
+    p.event("r1", 1, status)
+    assert p.label() == "1/4 runs done, 2 running, 0 failed" and p.bar.n == 4
+    p.event("r0", 2, status)
+    p.event("r0", None, None)
+    p.event("r1", None, "Traceback ...\nValueError: boom")
+    assert p.label() == "2/4 runs done, 0 running, 1 failed" and p.bar.n == 5 and p.bar.total == 8
+    assert p.bar.format_dict["total"] == 8  # tqdm's ETA: remaining epochs at the measured rate
+    p.close()
+
+
+def test_unknown_backend_names_allowed_values():
+    with pytest.raises(ConfigError, match="backend.*local, process, ray"):
+        run_all([], backend="slurm")

@@ -108,3 +108,96 @@ def test_demo_p2_checks():
     runs[2]["rsn_test_acc"] = 0.25
     assert list(demo_p2_checks(runs).values()) == [False, False, False]
     assert list(demo_p2_checks([]).values()) == [False, False, False]  # no runs is no evidence
+
+
+def test_sweep_and_collect_commands_resume_without_redoing(tmp_path, capsys):
+    import csv
+
+    from anchorlab.cli import main
+
+    spec = write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]\n"model.n_layers" = [1, 2]')
+    out = tmp_path / "sw"
+    assert main(["sweep", spec, "--out", str(out), "--backend", "local"]) == 0
+    assert "4/4 runs done" in capsys.readouterr().out
+    first = {p: p.stat().st_mtime_ns for p in out.glob("*/summary.json")}
+    assert len(first) == 4
+    # a second invocation finds every run DONE and trains nothing
+    assert main(["sweep", spec, "--out", str(out), "--backend", "local"]) == 0
+    assert {p: p.stat().st_mtime_ns for p in out.glob("*/summary.json")} == first
+    assert main(["collect", str(out)]) == 0
+    rows = list(csv.DictReader(open(out / "summary.csv")))
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"done"}
+    assert {(r["init.gamma"], r["model.n_layers"]) for r in rows} == {("0.5", "1"), ("0.5", "2"), ("1.0", "1"),
+                                                                      ("1.0", "2")}
+    for r in rows:
+        assert float(r["best_seen_train_acc"]) >= float(r["seen_train_acc"])
+    assert main(["figure", "p1-fig2", str(out), "--out", str(tmp_path / "fig")]) == 0
+    grid = list(csv.DictReader(open(tmp_path / "fig" / "p1-fig2.csv")))
+    assert len(grid) == 4 and (tmp_path / "fig" / "p1-fig2.png").stat().st_size > 10_000
+
+
+def test_collect_reports_unfinished_runs(tmp_path):
+    from anchorlab.sweep import collect
+
+    spec = load_sweep(write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]'))
+    plan(spec, tmp_path / "sw")
+    assert {r["status"] for r in collect(tmp_path / "sw")} == {"missing"}
+    with pytest.raises(ConfigError, match="sweep_dir"):
+        collect(tmp_path / "nowhere")
+
+
+def test_dry_run_lists_runs_and_their_status_without_writing(tmp_path, capsys):
+    from anchorlab.cli import main
+    from anchorlab.train import train
+
+    spec_path = write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]\n"seed" = [1, 2]')
+    rows = plan(load_sweep(spec_path), tmp_path / "sw")
+    (tmp_path / "sw" / "sweep.json").unlink()
+    train(rows[0][1], rows[0][2], show_progress=False)
+    rows[1][2].mkdir()
+    (rows[1][2] / "config.json").write_text(json.dumps(rows[1][1].to_dict()))  # started, not finished
+    assert main(["sweep", spec_path, "--out", str(tmp_path / "sw"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "4 runs" in out and "1 done, 1 partial, 2 new" in out
+    assert f"{rows[3][1].run_id()}  new      init.gamma=1.0  seed=2" in out
+    assert not (tmp_path / "sw" / "sweep.json").exists()
+
+
+def test_p1_fig14_lr_wd_heatmap_is_the_mean_over_seeds(tmp_path, capsys):
+    import csv
+
+    from anchorlab import rundir
+    from anchorlab.cli import main
+
+    spec = write_sweep(tmp_path, '"train.lr_multiplier" = [2.0, 4.0]\n"train.weight_decay" = [0.01, 0.1]\n'
+                                 '"seed" = [1, 2]', '[set]\n"task.held_out" = [[3, 4], [4, 3]]\n"train.lr" = 1e-4')
+    out = tmp_path / "sw"
+    assert main(["sweep", spec, "--out", str(out), "--backend", "local"]) == 0
+    # give every run a known inferential accuracy, so the expected cell means are exact
+    value = {}
+    for run_id, point in rundir.read_json(out / "sweep.json")["runs"].items():
+        cfg = rundir.read_config(out / run_id)
+        assert cfg.task.held_out == ((3, 4), (4, 3)) and cfg.seeds.init_seed == point["seed"]
+        s = rundir.read_json(out / run_id / "summary.json")
+        v = point["train.lr_multiplier"] / 10 + point["train.weight_decay"] + point["seed"] / 100
+        s["unseen_inferential_acc"], s["seen_test_acc"] = v, (0.5 if point["train.weight_decay"] == 0.1 else 1.0)
+        rundir.write_json(out / run_id / "summary.json", s)
+        value[(point["train.lr_multiplier"], point["train.weight_decay"], point["seed"])] = v
+    assert main(["figure", "p1-fig14", str(out), "--out", str(tmp_path / "fig")]) == 0
+    table = list(csv.DictReader(open(tmp_path / "fig" / "p1-fig14.csv")))
+    assert len(table) == 4
+    for r in table:
+        m, wd = round(float(r["peak_lr"]) / 1e-4, 6), float(r["weight_decay"])
+        assert float(r["unseen_inferential_acc"]) == pytest.approx((value[(m, wd, 1)] + value[(m, wd, 2)]) / 2)
+        assert r["n_seeds"] == "2" and r["hatched"] == str(wd == 0.1)
+    assert {r["peak_lr"] for r in table} == {"0.0002", "0.0004"}
+    assert (tmp_path / "fig" / "p1-fig14.png").stat().st_size > 10_000
+
+
+def test_p1_fig14_refuses_a_sweep_that_varies_more_than_lr_wd_seed(tmp_path, capsys):
+    from anchorlab.cli import main
+
+    spec = write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]', '[set]\n"train.epochs" = 1')
+    assert main(["sweep", spec, "--out", str(tmp_path / "sw"), "--backend", "local"]) == 0
+    assert main(["figure", "p1-fig14", str(tmp_path / "sw"), "--out", str(tmp_path / "fig")]) == 2
+    assert "runs differ in more than LR, WD and seed" in capsys.readouterr().err

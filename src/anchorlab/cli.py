@@ -38,13 +38,22 @@ def _cmd_demo(a: argparse.Namespace) -> None:
 
 def _cmd_sweep(a: argparse.Namespace) -> None:
     from anchorlab.execute import run_all
-    from anchorlab.sweep import load_sweep, plan
+    from anchorlab.sweep import describe, load_sweep, plan
 
     spec = load_sweep(a.file)
     out = Path(a.out) if a.out else Path("runs") / spec.name
+    if a.dry_run:
+        print(describe(spec, out))
+        return
+    if a.backend != "ray" and (a.address or a.gpus_per_run):
+        raise ConfigError(f"{'--address' if a.address else '--gpus-per-run'}: only with --backend ray, "
+                          f"got --backend {a.backend}")
     rows = plan(spec, out)
-    workers = 1 if a.backend == "local" else a.workers
-    results = run_all([(cfg, d) for _, cfg, d in rows], workers=workers)
+    options = {}
+    if a.backend == "ray":
+        options = {"address": a.address, "num_gpus": a.gpus_per_run, "max_retries": a.max_retries,
+                   "init_options": {} if a.address else {"num_cpus": a.workers}}
+    results = run_all([(cfg, d) for _, cfg, d in rows], workers=a.workers, backend=a.backend, **options)
     failed = [r for r in results if r.error]
     print(f"sweep {spec.name}: {len(results) - len(failed)}/{len(results)} runs done in {out}"
           + (f"; {len(failed)} failed: " + ", ".join(str(r.run_dir) for r in failed) if failed else ""))
@@ -91,9 +100,18 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("sweep", help="train every run of a grid (base config + axes)")
     s.add_argument("file", help="sweep TOML (see configs/demo.toml)")
     s.add_argument("--out", help="sweep directory (default runs/<name>)")
-    s.add_argument("--backend", choices=("local", "process"), default="process",
-                   help="local: in this process; process: a pool of 1-thread worker processes")
-    s.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)))
+    s.add_argument("--backend", choices=("local", "process", "ray"), default="process",
+                   help="local: in this process; process: a pool of 1-thread worker processes; "
+                        "ray: one Ray task per run (pip install 'anchorlab[ray]')")
+    s.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)),
+                   help="process: worker processes; ray without --address: CPUs of the local cluster")
+    s.add_argument("--address", help="ray: address of an existing cluster (e.g. auto, ray://host:10001); "
+                                      "default: start a local one")
+    s.add_argument("--gpus-per-run", type=float, default=0.0,
+                   help="ray: GPUs each run reserves; a fraction (0.25) puts several small runs on one GPU")
+    s.add_argument("--max-retries", type=int, default=3, help="ray: retries of a run whose worker dies")
+    s.add_argument("--dry-run", action="store_true",
+                   help="print the grid, every run id and its status (done / partial / new); run nothing")
     s.set_defaults(fn=_cmd_sweep)
     s = sub.add_parser("collect", help="one tidy CSV row per run of a sweep directory")
     s.add_argument("sweep_dir")

@@ -1,10 +1,14 @@
-"""Run many RunConfigs on this machine: in-process, or a pool of 1-thread worker processes.
+"""Run many RunConfigs: in-process, a pool of 1-thread worker processes, or Ray tasks (:mod:`.ray_backend`).
 
 Why 1-thread processes: on a small CPU, N processes with one intra-op thread each scale almost
 linearly (~1.85x for 2 on 2 cores), while one process with N threads collapses when anything else
-runs. Progress of all runs is shown as one bar (runs done / running / failed, loss, accuracies).
-Runs whose directory is already DONE are skipped; unfinished ones resume. A failing run is reported
-with its error and directory and does not stop the others.
+runs. Progress of all runs is one bar over the sweep's epochs (its rate gives the ETA) whose label
+counts runs done / running / failed. Runs whose directory is already DONE are never dispatched;
+unfinished ones resume. A failing run is reported with its error and directory and does not stop
+the others.
+
+Every back-end feeds :class:`SweepProgress` the same events: ``(run_dir, epoch, status)`` after each
+epoch and ``(run_dir, None, error or None)`` when a run ends.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from anchorlab.config import RunConfig
+from anchorlab import rundir
+from anchorlab.config import ConfigError, RunConfig
+
+BACKENDS = ("local", "process", "ray")
 
 
 @dataclass
@@ -26,10 +33,141 @@ class RunResult:
     error: str | None = None
 
 
-def _one_thread(cfg: RunConfig) -> RunConfig:
+def one_thread(cfg: RunConfig) -> RunConfig:
+    """``cfg`` with one CPU intra-op thread unless it asks for a number explicitly."""
     if cfg.train.threads == 0:
         return replace(cfg, train=replace(cfg.train, threads=1))
     return cfg
+
+
+class SweepProgress:
+    """Runs done / running / failed over a sweep, as one tqdm bar over all epochs (ETA from its rate)."""
+
+    def __init__(self, todo: list[tuple[RunConfig, Path]], n_done_before: int, epochs_done_before: int,
+                 show: bool) -> None:
+        self.n_runs = len(todo) + n_done_before
+        self.done, self.failed = n_done_before, 0
+        self.running: set[str] = set()
+        self.epochs: dict[str, int] = {}
+        self.bar = None
+        if show:
+            from tqdm.auto import tqdm
+            total = sum(c.train.epochs for c, _ in todo) + epochs_done_before
+            self.bar = tqdm(total=total, initial=epochs_done_before, unit="ep", dynamic_ncols=True)
+            self._label()
+
+    def label(self) -> str:
+        return f"{self.done}/{self.n_runs} runs done, {len(self.running)} running, {self.failed} failed"
+
+    def _label(self, refresh: bool = True) -> None:
+        if self.bar is not None:
+            self.bar.set_description(self.label(), refresh=refresh)
+
+    def event(self, key: str, epoch: int | None, payload: Any) -> None:
+        """``epoch`` done with status line ``payload``; or, with ``epoch`` None, the run ended (``payload``:
+        its error or None)."""
+        from anchorlab.metrics import progress_postfix
+
+        if epoch is None:
+            self.running.discard(key)
+            if payload is None:
+                self.done += 1
+            else:
+                self.failed += 1
+                last = str(payload).strip().splitlines()[-1] if str(payload).strip() else "error"
+                self.write(f"run failed: {key}: {last}")
+        else:
+            self.running.add(key)
+            if self.bar is not None:
+                self.bar.update(max(0, epoch - self.epochs.get(key, 0)))
+                self.bar.set_postfix(progress_postfix(payload), refresh=False)
+            self.epochs[key] = epoch
+        self._label(refresh=epoch is None)  # an epoch redraws through update(); a run's end redraws now
+
+    def write(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.write(line)
+        else:
+            print(line, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def split_done(jobs: list[tuple[RunConfig, Path]]) -> tuple[list[RunResult | None], list[int]]:
+    """(results so far, indices still to run): a DONE directory holding the same config is not run again;
+    one holding a different config is a failed result naming the first differing field."""
+    results: list[RunResult | None] = [None] * len(jobs)
+    todo = []
+    for i, (cfg, d) in enumerate(jobs):
+        if not rundir.is_done(d):
+            todo.append(i)
+            continue
+        try:
+            rundir.open_run(d, cfg)  # a finished run: only checks that it holds this config
+        except ConfigError as e:
+            results[i] = RunResult(d, None, str(e))
+            continue
+        results[i] = RunResult(d, rundir.read_json(d / rundir.SUMMARY))
+    return results, todo
+
+
+def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress: bool = True,
+            backend: str | None = None, **backend_options: Any) -> list[RunResult]:
+    """Train every (config, run_dir) job and return one result per job, in order.
+
+    ``backend``: "local" (in this process), "process" (a spawn pool of ``workers`` 1-thread processes) or
+    "ray" (one Ray task per run; ``backend_options`` go to :func:`anchorlab.ray_backend.run_ray`).
+    Default: "local" for ``workers`` <= 1, else "process".
+    """
+    backend = backend or ("local" if workers <= 1 else "process")
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend: unknown {backend!r}; allowed: {', '.join(BACKENDS)}")
+    jobs = [(c, Path(d)) for c, d in jobs]
+    results, todo_idx = split_done(jobs)
+    todo = [jobs[i] for i in todo_idx]
+    epochs_before = sum(c.train.epochs for c, _ in jobs) - sum(c.train.epochs for c, _ in todo)
+    progress = SweepProgress(todo, len(jobs) - len(todo), epochs_before, show_progress)
+    try:
+        if not todo:
+            new: list[RunResult] = []
+        elif backend == "local":
+            new = _run_in_process(todo, progress)
+        elif backend == "process":
+            new = _run_pool(todo, workers, progress)
+        else:
+            from anchorlab.ray_backend import run_ray
+            new = run_ray(todo, progress, **backend_options)
+    finally:
+        progress.close()
+    for i, r in zip(todo_idx, new):
+        results[i] = r
+    for r in results:
+        if r is not None and r.error:
+            print(f"run failed: {r.run_dir}\n{r.error}", flush=True)
+    return [r for r in results if r is not None]
+
+
+def train_reporting(cfg: RunConfig, run_dir: Path, put: Any) -> RunResult:
+    """Train one run, sending progress events through ``put(key, epoch, payload)``; never raises."""
+    from anchorlab.train import train
+
+    key = str(run_dir)
+
+    def report(epoch: int, _total: int, status: dict[str, Any]) -> None:
+        put(key, epoch, status)
+
+    try:
+        result = RunResult(run_dir, train(cfg, run_dir, progress=report, show_progress=False))
+    except Exception:  # reported to the caller; the other runs go on
+        result = RunResult(run_dir, None, traceback.format_exc())
+    put(key, None, result.error)
+    return result
+
+
+def _run_in_process(todo: list[tuple[RunConfig, Path]], progress: SweepProgress) -> list[RunResult]:
+    return [train_reporting(cfg, d, progress.event) for cfg, d in todo]
 
 
 _QUEUE: Any = None  # the parent's progress queue, set in each worker by the pool initializer
@@ -43,84 +181,21 @@ def _init_worker(queue: Any) -> None:
 
 def _worker(args: tuple[RunConfig, Path]) -> RunResult:
     cfg, run_dir = args
-    queue = _QUEUE
-    from anchorlab.train import train
-
-    def report(epoch: int, total: int, status: dict[str, Any]) -> None:
-        if queue is not None:
-            queue.put((str(run_dir), epoch, total, status))
-
-    try:
-        return RunResult(run_dir, train(cfg, run_dir, progress=report, show_progress=False))
-    except Exception:  # reported to the parent; the other runs go on
-        return RunResult(run_dir, None, traceback.format_exc())
-    finally:
-        if queue is not None:
-            queue.put((str(run_dir), None, None, None))
+    return train_reporting(cfg, run_dir, lambda *event: _QUEUE.put(event))
 
 
-def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress: bool = True) -> list[RunResult]:
-    """Train every (config, run_dir) job; ``workers`` > 1 uses a spawn pool of 1-thread processes."""
-    todo = [(c, Path(d)) for c, d in jobs]
-    results = _run_in_process(todo, show_progress) if workers <= 1 else _run_pool(todo, workers, show_progress)
-    for r in results:
-        if r.error:
-            print(f"run failed: {r.run_dir}\n{r.error}", flush=True)
-    return results
-
-
-def _run_in_process(todo: list[tuple[RunConfig, Path]], show_progress: bool) -> list[RunResult]:
-    from anchorlab.train import train
-
-    results = []
-    for cfg, d in todo:
-        try:
-            results.append(RunResult(d, train(cfg, d, show_progress=show_progress)))
-        except Exception:
-            results.append(RunResult(d, None, traceback.format_exc()))
-    return results
-
-
-def _run_pool(todo: list[tuple[RunConfig, Path]], workers: int, show_progress: bool) -> list[RunResult]:
-
-    from anchorlab.metrics import progress_postfix
-
+def _run_pool(todo: list[tuple[RunConfig, Path]], workers: int, progress: SweepProgress) -> list[RunResult]:
     ctx = mp.get_context("spawn")  # fork after torch has started threads is unsafe
     queue = ctx.Queue()  # no Manager process: nothing outlives a killed parent
-    total_epochs = sum(c.train.epochs for c, _ in todo)
-    done_epochs: dict[str, int] = {}
-    bar = None
-    if show_progress:
-        from tqdm.auto import tqdm
-        done_already = sum(c.train.epochs for c, d in todo if (d / "DONE").exists())
-        bar = tqdm(total=total_epochs, initial=done_already, unit="ep", desc=f"{len(todo)} runs",
-                   dynamic_ncols=True)
-    n_finished = 0
     with ctx.Pool(processes=min(workers, len(todo)), maxtasksperchild=1, initializer=_init_worker,
                   initargs=(queue,)) as pool:
-        pending = pool.map_async(_worker, [(_one_thread(c), d) for c, d in todo], chunksize=1)
-        running: set[str] = set()
+        pending = pool.map_async(_worker, [(one_thread(c), d) for c, d in todo], chunksize=1)
         while True:
             try:
-                key, epoch, _total, status = queue.get(timeout=0.5)
+                event = queue.get(timeout=0.5)
             except Exception:
                 if pending.ready() and queue.empty():
                     break
                 continue
-            if epoch is None:
-                running.discard(key)
-                n_finished += 1
-            else:
-                running.add(key)
-            if bar is not None:
-                bar.set_description(f"{n_finished}/{len(todo)} runs done, {len(running)} running", refresh=False)
-            if epoch is None:
-                continue
-            if bar is not None:
-                bar.update(epoch - done_epochs.get(key, 0))
-                done_epochs[key] = epoch
-                bar.set_postfix(progress_postfix(status), refresh=False)
-        results = pending.get()
-    if bar is not None:
-        bar.close()
-    return results
+            progress.event(*event)
+        return pending.get()

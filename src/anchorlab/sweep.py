@@ -93,16 +93,43 @@ def _nest(dotted: str, value: Any) -> dict[str, Any]:
     return out
 
 
+def expand(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], RunConfig, Path]]:
+    """(grid point, config, run dir) for every run of the sweep; writes nothing."""
+    out_dir = Path(out_dir)
+    return [(point, cfg, out_dir / cfg.run_id()) for point, cfg in spec.configs()]
+
+
 def plan(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], RunConfig, Path]]:
     """Write the manifest and return (grid point, config, run dir) for every run of the sweep."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = [(point, cfg, out_dir / cfg.run_id()) for point, cfg in spec.configs()]
+    rows = expand(spec, out_dir)
     rundir.write_json(out_dir / MANIFEST, {
         "name": spec.name, "base": spec.base, "axes": spec.axes,
         "runs": {cfg.run_id(): point for point, cfg, _ in rows},
     })
     return rows
+
+
+def run_status(run_dir: Path) -> str:
+    """"done" (DONE written), "partial" (started: it will resume) or "new"."""
+    if rundir.is_done(run_dir):
+        return "done"
+    return "partial" if (run_dir / rundir.CONFIG).exists() else "new"
+
+
+def describe(spec: SweepSpec, out_dir: str | Path) -> str:
+    """The dry run: axes, one line per run (id, status, grid point) and the counts; writes nothing."""
+    rows = expand(spec, out_dir)
+    lines = [f"sweep {spec.name} -> {out_dir}: {len(rows)} runs"]
+    lines += [f"  {k} = {v}" for k, v in spec.axes.items()]
+    counts = {"done": 0, "partial": 0, "new": 0}
+    for point, cfg, d in rows:
+        status = run_status(d)
+        counts[status] += 1
+        lines.append(f"{cfg.run_id()}  {status:7s}  " + "  ".join(f"{k}={v}" for k, v in point.items()))
+    lines.append(", ".join(f"{n} {k}" for k, n in counts.items()))
+    return "\n".join(lines)
 
 
 def collect(sweep_dir: str | Path) -> list[dict[str, Any]]:

@@ -1,0 +1,95 @@
+"""Ray back-end of :func:`anchorlab.execute.run_all`: one Ray task per run, on a cluster or a local one.
+
+Each run is a task with ``num_cpus=1`` (one intra-op thread) and ``num_gpus`` (a fraction lets several
+small models share a GPU). A task whose worker dies (killed, out of memory, node lost) is retried up to
+``max_retries`` times and resumes from its run directory's last resume checkpoint; an exception raised
+by training is not retried (it would fail again) and is reported as that run's error. Runs already DONE
+are never submitted (:func:`anchorlab.execute.split_done`). The sweep directory must be on a file system
+that every node sees, and every node needs anchorlab and torch installed.
+
+Progress events travel back through a ``ray.util.queue.Queue`` (an actor holding no CPU).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from anchorlab.config import ConfigError, RunConfig
+from anchorlab.execute import RunResult, SweepProgress, one_thread, train_reporting
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ModuleNotFoundError as e:
+        raise ConfigError("backend: 'ray' needs the optional extra: pip install 'anchorlab[ray]'") from e
+    return ray
+
+
+def _run_task(cfg: RunConfig, run_dir: Path, queue: Any) -> RunResult:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return train_reporting(cfg, run_dir, lambda *event: queue.put(event))
+
+
+def _fields(r: RunResult) -> tuple[dict[str, Any] | None, str | None]:
+    return r.summary, r.error
+
+
+def run_ray(todo: list[tuple[RunConfig, Path]], progress: SweepProgress, address: str | None = None,
+            num_gpus: float = 0.0, max_retries: int = 3, init_options: dict[str, Any] | None = None,
+            poll_seconds: float = 0.5) -> list[RunResult]:
+    """Run every job as a Ray task and return one result per job, in order.
+
+    ``address``: an existing cluster ("auto", "ray://host:10001", "host:6379"); None starts a local
+    cluster for this call (``init_options`` go to ``ray.init``, e.g. ``num_cpus`` or ``_temp_dir``) and
+    shuts it down afterwards. A Ray session already initialised by the caller is used as it is.
+    """
+    if not 0 <= num_gpus:
+        raise ConfigError(f"gpus_per_run: expected a number >= 0 (a fraction such as 0.25 shares a GPU), "
+                          f"got {num_gpus}")
+    if max_retries < 0:
+        raise ConfigError(f"max_retries: expected an integer >= 0, got {max_retries}")
+    ray = _import_ray()
+    from ray.util.queue import Empty, Queue
+
+    started = False
+    if not ray.is_initialized():
+        options = {"include_dashboard": False, "log_to_driver": False, **(init_options or {})}
+        if address is not None:
+            options = {k: v for k, v in options.items() if k in ("log_to_driver", "runtime_env", "namespace")}
+        ray.init(address=address, **options)
+        started = True
+    try:
+        queue = Queue(actor_options={"num_cpus": 0})
+        task = ray.remote(_run_task).options(num_cpus=1, num_gpus=num_gpus, max_retries=max_retries,
+                                             retry_exceptions=False)
+        # absolute directories: a worker's working directory is not the driver's
+        refs = [task.remote(one_thread(cfg), d.resolve(), queue) for cfg, d in todo]
+        pending = list(refs)
+
+        def drain() -> None:
+            while True:
+                try:
+                    event = queue.get(block=False)
+                except Empty:
+                    return
+                progress.event(*event)
+
+        while pending:
+            _ready, pending = ray.wait(pending, num_returns=len(pending), timeout=poll_seconds)
+            drain()
+        drain()
+        results = []
+        for ref, (_cfg, d) in zip(refs, todo):
+            try:
+                results.append(RunResult(d, *_fields(ray.get(ref))))
+            except Exception as e:  # the task died more than max_retries times
+                error = f"{type(e).__name__}: {e}"
+                progress.event(str(d.resolve()), None, error)
+                results.append(RunResult(d, None, error))
+        return results
+    finally:
+        if started:
+            ray.shutdown()
