@@ -92,3 +92,39 @@ def test_progress_counts_done_running_failed():
 def test_unknown_backend_names_allowed_values():
     with pytest.raises(ConfigError, match="backend.*local, process, ray"):
         run_all([], backend="slurm")
+
+
+def test_workers_exit_when_the_sweep_process_is_killed(tmp_path):
+    """Killing `anchorlab sweep` (SIGKILL: no clean-up runs) must not leave pool workers training."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "from pathlib import Path\n"
+        "from anchorlab.execute import run_all\n"
+        "from tests.conftest import tiny_config\n"
+        f"run_all([(tiny_config(**{{'train.epochs': 500}}), Path({str(tmp_path / 'r')!r}))], workers=2, "
+        "show_progress=False)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=os.getcwd(), env={**os.environ, "PYTHONPATH":
+                              os.pathsep.join([str(p) for p in sys.path if p])})
+
+    def children() -> list[int]:
+        path = f"/proc/{parent.pid}/task/{parent.pid}/children"
+        return [int(c) for c in open(path).read().split()] if os.path.exists(path) else []
+
+    deadline = time.time() + 60
+    while not (tmp_path / "r" / "metrics.jsonl").exists() and time.time() < deadline:
+        time.sleep(0.2)  # a worker is training
+    workers = [c for c in children() if "spawn_main" in open(f"/proc/{c}/cmdline").read()]
+    assert workers, "no pool worker found"
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.time() + 15
+    while any(os.path.exists(f"/proc/{w}") and "Z" not in open(f"/proc/{w}/stat").read().split()[2]
+              for w in workers) and time.time() < deadline:
+        time.sleep(0.2)
+    alive = [w for w in workers if os.path.exists(f"/proc/{w}") and open(f"/proc/{w}/stat").read().split()[2] != "Z"]
+    assert not alive, f"workers {alive} outlived the killed sweep"

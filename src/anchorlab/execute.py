@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
+import time
 import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -173,10 +175,19 @@ def _run_in_process(todo: list[tuple[RunConfig, Path]], progress: SweepProgress)
 _QUEUE: Any = None  # the parent's progress queue, set in each worker by the pool initializer
 
 
-def _init_worker(queue: Any) -> None:
+def _init_worker(queue: Any, parent_pid: int) -> None:
     global _QUEUE
     _QUEUE = queue
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
+
+
+def _exit_with_parent(parent_pid: int, every_s: float = 1.0) -> None:
+    """A killed sweep must not leave its workers training: exit once the parent process is gone (the
+    worker is re-parented). Its run directory keeps the last resume state; re-running the sweep resumes."""
+    while os.getppid() == parent_pid:
+        time.sleep(every_s)
+    os._exit(1)
 
 
 def _worker(args: tuple[RunConfig, Path]) -> RunResult:
@@ -188,7 +199,7 @@ def _run_pool(todo: list[tuple[RunConfig, Path]], workers: int, progress: SweepP
     ctx = mp.get_context("spawn")  # fork after torch has started threads is unsafe
     queue = ctx.Queue()  # no Manager process: nothing outlives a killed parent
     with ctx.Pool(processes=min(workers, len(todo)), maxtasksperchild=1, initializer=_init_worker,
-                  initargs=(queue,)) as pool:
+                  initargs=(queue, os.getpid())) as pool:
         pending = pool.map_async(_worker, [(one_thread(c), d) for c, d in todo], chunksize=1)
         while True:
             try:
