@@ -128,3 +128,21 @@ def test_workers_exit_when_the_sweep_process_is_killed(tmp_path):
         time.sleep(0.2)
     alive = [w for w in workers if os.path.exists(f"/proc/{w}") and open(f"/proc/{w}/stat").read().split()[2] != "Z"]
     assert not alive, f"workers {alive} outlived the killed sweep"
+
+
+def test_local_backend_batches_same_shaped_runs_like_alone(tmp_path):
+    """batch_models = 2: the two d16 runs train together, the d8 run alone; every run equals plain train()."""
+    from anchorlab.execute import batch_groups
+
+    cfgs = [tiny_config(**{"init.gamma": 0.5}), tiny_config(**{"model.d_model": 8}),
+            tiny_config(**{"init.gamma": 0.8, "seeds.init_seed": 2, "train.lr": 2e-3})]
+    jobs = [(c, tmp_path / "b" / str(i)) for i, c in enumerate(cfgs)]
+    assert batch_groups(jobs, 2) == [[0, 2], [1]] and batch_groups(jobs, 1) == [[0], [2], [1]]
+    got = run_all(jobs, backend="local", batch_models=2, show_progress=False)
+    for (cfg, _), r in zip(jobs, got):
+        alone = train(cfg, tmp_path / "a" / r.run_dir.name, show_progress=False)
+        assert r.error is None and rundir.is_done(r.run_dir)
+        assert r.summary["final_train_loss"] == pytest.approx(alone["final_train_loss"], rel=1e-4)
+        assert r.summary["seen_train_acc"] == pytest.approx(alone["seen_train_acc"], abs=2e-3)
+    with pytest.raises(ConfigError, match="batch_models"):
+        run_all(jobs, backend="process", workers=2, batch_models=4)

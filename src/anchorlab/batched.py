@@ -62,6 +62,11 @@ def _field(cfg: RunConfig, dotted: str) -> Any:
     return d
 
 
+def shared_key(cfg: RunConfig) -> str:
+    """Runs with equal keys can train together (:func:`can_batch`)."""
+    return repr([_field(cfg, f) for f in SHARED_FIELDS])
+
+
 def batch_mismatch(cfgs: list[RunConfig]) -> str | None:
     """The first shared field (dotted) on which the configs differ, or None if they can train together."""
     for f in SHARED_FIELDS:

@@ -53,7 +53,8 @@ def _cmd_sweep(a: argparse.Namespace) -> None:
     if a.backend == "ray":
         options = {"address": a.address, "num_gpus": a.gpus_per_run, "max_retries": a.max_retries,
                    "init_options": {} if a.address else {"num_cpus": a.workers}}
-    results = run_all([(cfg, d) for _, cfg, d in rows], workers=a.workers, backend=a.backend, **options)
+    results = run_all([(cfg, d) for _, cfg, d in rows], workers=a.workers, backend=a.backend,
+                      batch_models=a.batch_models, **options)
     failed = [r for r in results if r.error]
     print(f"sweep {spec.name}: {len(results) - len(failed)}/{len(results)} runs done in {out}"
           + (f"; {len(failed)} failed: " + ", ".join(str(r.run_dir) for r in failed) if failed else ""))
@@ -110,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--gpus-per-run", type=float, default=0.0,
                    help="ray: GPUs each run reserves; a fraction (0.25) puts several small runs on one GPU")
     s.add_argument("--max-retries", type=int, default=3, help="ray: retries of a run whose worker dies")
+    s.add_argument("--batch-models", type=int, metavar="K",
+                   help="local: train up to K same-shaped runs together in one process (stacked weights); "
+                        "default 16 on a GPU, 1 on a CPU")
     s.add_argument("--dry-run", action="store_true",
                    help="print the grid, every run id and its status (done / partial / new); run nothing")
     s.set_defaults(fn=_cmd_sweep)

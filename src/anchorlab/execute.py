@@ -116,14 +116,25 @@ def split_done(jobs: list[tuple[RunConfig, Path]]) -> tuple[list[RunResult | Non
 
 
 def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress: bool = True,
-            backend: str | None = None, **backend_options: Any) -> list[RunResult]:
+            backend: str | None = None, batch_models: int | None = None, **backend_options: Any) -> list[RunResult]:
     """Train every (config, run_dir) job and return one result per job, in order.
 
     ``backend``: "local" (in this process), "process" (a spawn pool of ``workers`` 1-thread processes) or
     "ray" (one Ray task per run; ``backend_options`` go to :func:`anchorlab.ray_backend.run_ray`).
     Default: "local" for ``workers`` <= 1, else "process".
+    ``batch_models`` (local back-end): train up to K runs that share shapes, data and schedule length
+    together in one process (:mod:`anchorlab.batched`, stacked weights, one fused step; each run
+    directory exactly as if trained alone). Default: 16 on the local back-end when the runs' device is
+    CUDA, else 1 (on a CPU it gains nothing).
     """
     backend = backend or ("local" if workers <= 1 else "process")
+    if batch_models is None:
+        batch_models = 16 if backend == "local" and any(_on_cuda(c) for c, _ in jobs) else 1
+    if batch_models < 1:
+        raise ConfigError(f"batch_models: allowed values are integers >= 1, got {batch_models}")
+    if batch_models > 1 and backend != "local":
+        raise ConfigError(f"batch_models: {batch_models} needs backend 'local' (one process holds the K models); "
+                          f"got backend {backend!r}")
     if backend not in BACKENDS:
         raise ConfigError(f"backend: unknown {backend!r}; allowed: {', '.join(BACKENDS)}")
     jobs = [(c, Path(d)) for c, d in jobs]
@@ -134,6 +145,8 @@ def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress:
     try:
         if not todo:
             new: list[RunResult] = []
+        elif backend == "local" and batch_models > 1:
+            new = _run_batched(todo, batch_models, progress)
         elif backend == "local":
             new = _run_in_process(todo, progress)
         elif backend == "process":
@@ -170,6 +183,47 @@ def train_reporting(cfg: RunConfig, run_dir: Path, put: Any) -> RunResult:
 
 def _run_in_process(todo: list[tuple[RunConfig, Path]], progress: SweepProgress) -> list[RunResult]:
     return [train_reporting(cfg, d, progress.event) for cfg, d in todo]
+
+
+def _on_cuda(cfg: RunConfig) -> bool:
+    import torch
+
+    dev = cfg.train.device
+    return dev.startswith("cuda") or (dev == "auto" and torch.cuda.is_available())
+
+
+def batch_groups(todo: list[tuple[RunConfig, Path]], k: int) -> list[list[int]]:
+    """Indices of ``todo`` in groups of at most ``k`` runs that can train together, in first-seen order."""
+    from anchorlab.batched import shared_key
+
+    by_key: dict[str, list[int]] = {}
+    for i, (cfg, _) in enumerate(todo):
+        by_key.setdefault(shared_key(cfg), []).append(i)
+    return [g[j:j + k] for g in by_key.values() for j in range(0, len(g), k)]
+
+
+def _run_batched(todo: list[tuple[RunConfig, Path]], k: int, progress: SweepProgress) -> list[RunResult]:
+    from anchorlab.batched import train_batched
+
+    results: list[RunResult | None] = [None] * len(todo)
+    for group in batch_groups(todo, k):
+        keys = [str(todo[i][1]) for i in group]
+
+        def report(j: int, epoch: int, _total: int, status: dict[str, Any], keys: list[str] = keys) -> None:
+            progress.event(keys[j], epoch, status)
+
+        try:
+            summaries = train_batched([todo[i][0] for i in group], [todo[i][1] for i in group], progress=report,
+                                      show_progress=False)
+            for i, s in zip(group, summaries):
+                results[i] = RunResult(todo[i][1], s)
+                progress.event(str(todo[i][1]), None, None)
+        except Exception:  # the group failed together; the other groups go on
+            err = traceback.format_exc()
+            for i in group:
+                results[i] = RunResult(todo[i][1], None, err)
+                progress.event(str(todo[i][1]), None, err)
+    return [r for r in results if r is not None]
 
 
 _QUEUE: Any = None  # the parent's progress queue, set in each worker by the pool initializer
