@@ -74,7 +74,7 @@ def _cmd_figure(a: argparse.Namespace) -> None:
 
     if a.name == "list":
         for n in names():
-            print(f"{n:12s} [{FIGURES[n].sources}]  {FIGURES[n].help}")
+            print(f"{n:10s} {'[' + FIGURES[n].sources + ']':8s} {FIGURES[n].help}")
         return
     options: dict = {"use_best_epoch": True} if a.best_epoch else {}
     if a.step:
