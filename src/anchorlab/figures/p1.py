@@ -230,7 +230,8 @@ def p1_fig5(run_dirs: Sequence[Path], out: str | Path, threshold: float = 0.7) -
         c = _condensation(model, cfg, threshold)
         panels.append({"C": c["C"], "cos_title": f"W_Q⁰ cosine: {_label(cfg)}\n{len(c['groups'])} groups "
                        f"(threshold {threshold:g})", "coords": c["coords"], "labels": c["tokens"],
-                       "explained": c["explained"], "pca_title": f"W_E item rows, PCA (t-SNE in P1): {_label(cfg)}"})
+                       "explained": c["explained"], "color_values": c["tokens"],
+                       "pca_title": f"W_E item rows, PCA (t-SNE in P1): {_label(cfg)}"})
         gid = {i: g for g, members in enumerate(c["groups"]) for i in members}
         rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "wq_neuron", "neuron": int(i),
                   "group": gid[int(i)], "order": o} for o, i in enumerate(c["perm"])]
@@ -321,7 +322,8 @@ def _grid(name: str, sweep_dir: Path, out: Path, kind: str, x: str, y: str, y_to
                          "largest_group_frac": max(len(g) for g in c["groups"]) / len(c["C"])})
         else:
             coords, ratio = pca_2d(embedding_rows(model, item_tokens(cfg.task)))
-            panels[(i, j)] = {"coords": coords, "labels": item_tokens(cfg.task), "explained": ratio}
+            panels[(i, j)] = {"coords": coords, "labels": item_tokens(cfg.task), "explained": ratio,
+                              "color_values": item_tokens(cfg.task)}
             rows += [{x: xs[j], y: ys[i], "run_id": d.name, "token": tok, "pc1": c[0], "pc2": c[1]}
                      for tok, c in zip(item_tokens(cfg.task), coords)]
     what = f"W_Q⁰ neuron cosine, greedy-reordered (threshold {threshold:g})" if kind == "cosine" else \

@@ -152,12 +152,14 @@ def plot_embedding_pca(coords: np.ndarray, labels: Sequence[int | str], explaine
 def plot_condensation_rows(rows: Sequence[Mapping[str, Any]]) -> Figure:
     """Fig. 5: one row per model, W_Q cosine (reordered) on the left and embedding PCA on the right.
 
-    Each row: ``{"C", "cos_title", "coords", "labels", "explained", "pca_title"}``."""
+    Each row: ``{"C", "cos_title", "coords", "labels", "explained", "pca_title"}`` and optionally
+    ``"color_values"`` (e.g. the token values)."""
     with style():
         fig, axes = plt.subplots(len(rows), 2, figsize=(8.6, 3.8 * len(rows)), squeeze=False)
         for (ax_c, ax_p), r in zip(axes, rows):
             draw_cosine(ax_c, r["C"], title=r["cos_title"], xlabel="neuron (reordered)", ylabel="neuron")
-            draw_embedding_pca(ax_p, r["coords"], r["labels"], r["explained"], title=r["pca_title"])
+            draw_embedding_pca(ax_p, r["coords"], r["labels"], r["explained"], title=r["pca_title"],
+                               color_values=r.get("color_values"))
         fig.tight_layout()
     return fig
 
