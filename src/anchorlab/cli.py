@@ -1,4 +1,4 @@
-"""Command line: ``anchorlab train|data|demo|sweep|collect|figure``; each sub-command calls one library function."""
+"""Command line: ``anchorlab train|data|demo|sweep|collect|figure|report``; one library call per sub-command."""
 
 from __future__ import annotations
 
@@ -73,6 +73,13 @@ def _cmd_figure(a: argparse.Namespace) -> None:
     print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
 
 
+def _cmd_report(a: argparse.Namespace) -> None:
+    from anchorlab.report import write_report
+
+    path = write_report(a.source, a.out, a.max_run_figures)
+    print(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="anchorlab", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -108,6 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--step", type=int, action="append", metavar="N",
                    help="checkpoint step(s) to analyse (default: per figure, e.g. the last kept)")
     s.set_defaults(fn=_cmd_figure)
+    s = sub.add_parser("report", help="one self-contained HTML report of a run or sweep directory")
+    s.add_argument("source", help="run directory (config.json) or sweep directory (sweep.json)")
+    s.add_argument("--out", help="HTML path (default SOURCE/report.html)")
+    s.add_argument("--max-run-figures", type=int, default=12, help="sweeps: P1 figures for this many runs")
+    s.set_defaults(fn=_cmd_report)
     a = p.parse_args(argv)
     try:
         a.fn(a)
