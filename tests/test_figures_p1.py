@@ -7,6 +7,7 @@ import csv
 import numpy as np
 import pytest
 
+from anchorlab.analysis import load_model
 from anchorlab.analysis.attention import mechanism_edges, mechanism_scores
 from anchorlab.analysis.embeddings import attention_output_vectors, item_tokens, single_anchor_layout
 from anchorlab.analysis.summary import mechanism_scalars
@@ -216,3 +217,17 @@ def test_figures_refuse_runs_they_do_not_apply_to(tmp_path):
     assert {r["matrix"] for r in read_csv(tmp_path / "f" / "p1-fig13.csv")} == {"W_E", "W_in", "W_U"}
     one_layer = tiny_config(**{"model.n_layers": 1})
     assert "at least 2 layers" in why_not("p1-fig4", one_layer) and why_not("p1-fig3", one_layer) is None
+
+
+def test_training_logs_mechanism_scalars(runs):
+    """gpt on the composite task: every evaluation carries the scalars, and the summary the final ones."""
+    from anchorlab import rundir
+
+    hist = rundir.read_metrics(runs[0])
+    for r in hist:
+        assert 1 <= r["wq0_n_groups"] <= 8 and 0 < r["embed_cov_top_share"] <= 1
+        assert r["stable_rank/blocks.0.attn.W_Q"] >= 1.0
+    summary = rundir.read_json(runs[0] / "summary.json")
+    assert summary["wq0_n_groups"] == hist[-1]["wq0_n_groups"]
+    scalars = mechanism_scalars(load_model(runs[0])[0], embed_tokens=item_tokens(TASK))  # the last checkpoint
+    assert scalars == {k: hist[-1][k] for k in scalars}

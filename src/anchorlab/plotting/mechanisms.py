@@ -12,6 +12,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import LogLocator, NullLocator
 
 from anchorlab.plotting.style import COLORS, plt, style
 
@@ -249,6 +250,8 @@ def plot_spectra(spectra: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.nd
                     ax.semilogy(np.arange(1, len(s) + 1), np.maximum(s, 1e-30), marker=".", ms=3, lw=1,
                                 label=labels[i] if labels else None, color=f"C{i}")
             ax.set_title(name, fontsize=8)
+            ax.yaxis.set_minor_locator(NullLocator())  # log minor ticks dominate the drawing time
+            ax.yaxis.set_major_locator(LogLocator(numticks=5))
             if notes and name in notes:
                 ax.text(0.97, 0.95, notes[name], transform=ax.transAxes, ha="right", va="top", fontsize=6)
         for ax in axes.ravel()[len(names):]:
