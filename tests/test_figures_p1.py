@@ -231,3 +231,32 @@ def test_training_logs_mechanism_scalars(runs):
     assert summary["wq0_n_groups"] == hist[-1]["wq0_n_groups"]
     scalars = mechanism_scalars(load_model(runs[0])[0], embed_tokens=item_tokens(TASK))  # the last checkpoint
     assert scalars == {k: hist[-1][k] for k in scalars}
+
+
+def test_tsne_keeps_separated_clusters_apart():
+    from anchorlab.analysis.embeddings import embed_2d
+
+    pytest.importorskip("sklearn")
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(0, 0.1, (15, 6)), rng.normal(5, 0.1, (15, 6))])
+    coords, explained = embed_2d(X, "tsne", seed=1)
+    assert coords.shape == (30, 2) and explained is None
+    a, b = coords[:15], coords[15:]
+    within = max(np.ptp(a, axis=0).max(), np.ptp(b, axis=0).max())
+    assert np.linalg.norm(a.mean(0) - b.mean(0)) > within  # the two clusters do not mix
+    np.testing.assert_allclose(embed_2d(X, "tsne", seed=1)[0], coords)  # seeded
+    with pytest.raises(ValueError, match="method"):
+        embed_2d(X, "umap")
+
+
+def test_embedding_figures_take_a_method(runs, tmp_path, capsys):
+    from anchorlab.cli import main
+
+    pytest.importorskip("sklearn")
+    assert main(["figure", "p1-fig5", str(runs[0]), "--out", str(tmp_path), "--method", "tsne"]) == 0
+    rows = [r for r in read_csv(tmp_path / "p1-fig5.csv") if r["kind"] == "embedding"]
+    assert len(rows) == 80 and {r["method"] for r in rows} == {"tsne"}
+    with pytest.raises(ConfigError, match="method"):
+        draw("p1-fig5", runs[:1], tmp_path, method="umap")
+    assert main(["figure", "p1-fig13", str(runs[0]), "--out", str(tmp_path), "--method", "tsne"]) == 2
+    assert "--method" in capsys.readouterr().err

@@ -69,6 +69,13 @@ def _cmd_figure(a: argparse.Namespace) -> None:
     options: dict = {"use_best_epoch": True} if a.best_epoch else {}
     if a.step:
         options["step"] = a.step
+    if a.method:
+        import inspect
+
+        if a.name not in names() or "method" not in inspect.signature(FIGURES[a.name].fn).parameters:
+            raise ConfigError(f"--method: figure {a.name!r} has no 2-D embedding (p1-fig3b, p1-fig5, p1-fig11, "
+                              "p1-fig16 have)")
+        options["method"] = a.method
     path = draw(a.name, a.source, a.out, **options)
     print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
 
@@ -114,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="per run, the best value over evaluations (the authors' plots) instead of the final one")
     s.add_argument("--step", type=int, action="append", metavar="N",
                    help="checkpoint step(s) to analyse (default: per figure, e.g. the last kept)")
+    s.add_argument("--method", choices=("pca", "tsne"),
+                   help="2-D map of the embedding figures (default pca; tsne needs scikit-learn)")
     s.set_defaults(fn=_cmd_figure)
     s = sub.add_parser("report", help="one self-contained HTML report of a run or sweep directory")
     s.add_argument("source", help="run directory (config.json) or sweep directory (sweep.json)")

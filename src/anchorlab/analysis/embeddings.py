@@ -22,7 +22,8 @@ def _np(X: np.ndarray | Tensor) -> np.ndarray:
 def pca_2d(X: np.ndarray | Tensor) -> tuple[np.ndarray, np.ndarray]:
     """Project the rows of X [n, d] on their two leading principal components (centred, via SVD).
 
-    Returns (coords [n, 2], explained variance ratio [2]). Stands in for the paper's t-SNE (not implemented).
+    Returns (coords [n, 2], explained variance ratio [2]). The default stand-in for the paper's t-SNE
+    (:func:`tsne_2d` needs the optional scikit-learn).
     """
     X = _np(X)
     Xc = X - X.mean(axis=0, keepdims=True)
@@ -35,6 +36,30 @@ def pca_2d(X: np.ndarray | Tensor) -> tuple[np.ndarray, np.ndarray]:
     if total > 0:
         ratio[:m] = s[:m] ** 2 / total
     return coords, ratio
+
+
+def tsne_2d(X: np.ndarray | Tensor, perplexity: float | None = None, seed: int = 5) -> np.ndarray:
+    """2-D t-SNE of the rows of X [n, d] (scikit-learn, the optional ``tsne`` extra); ``perplexity`` defaults
+    to min(12, (n - 1) / 3) (C-cc used 12). Deterministic for a given ``seed``."""
+    try:
+        from sklearn.manifold import TSNE
+    except ImportError as e:
+        raise ImportError("method 'tsne' needs scikit-learn: pip install 'anchorlab[tsne]'") from e
+    X = _np(X)
+    p = min(12.0, (len(X) - 1) / 3) if perplexity is None else perplexity
+    return TSNE(n_components=2, perplexity=p, random_state=seed, init="pca").fit_transform(X)
+
+
+METHODS_2D = ("pca", "tsne")
+
+
+def embed_2d(X: np.ndarray | Tensor, method: str = "pca", seed: int = 5) -> tuple[np.ndarray, np.ndarray | None]:
+    """(coords [n, 2], explained-variance ratio [2] for PCA or None for t-SNE) by ``method`` "pca" | "tsne"."""
+    if method == "pca":
+        return pca_2d(X)
+    if method == "tsne":
+        return tsne_2d(X, seed=seed), None
+    raise ValueError(f"method must be one of {METHODS_2D}, got {method!r}")
 
 
 def cosine_matrix(X: np.ndarray | Tensor, Y: np.ndarray | Tensor | None = None, eps: float = 1e-12) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 Every recipe loads kept checkpoints (never trains), computes with :mod:`anchorlab.analysis`, draws with
 :mod:`anchorlab.plotting.mechanisms`, and writes ``<out>/<name>.png`` plus the data as ``<out>/<name>.csv``.
-t-SNE is not available (no scikit-learn); every 2-D embedding is a PCA and says so in its title.
+Every 2-D embedding is a PCA by default (``method="pca"``); ``method="tsne"`` uses scikit-learn's t-SNE (the
+optional ``tsne`` extra), as the paper. Titles say which.
 :func:`why_not` tells whether a figure applies to a run (the report skips those that do not).
 """
 
@@ -27,13 +28,14 @@ from anchorlab.analysis.attention import (
 )
 from anchorlab.analysis.condensation import greedy_groups, neuron_cosine, reorder, wq_neurons
 from anchorlab.analysis.embeddings import (
+    METHODS_2D,
     attention_output_vectors,
     cosine_matrix,
+    embed_2d,
     embedding_rows,
     equal_target_mask,
     fused_vectors,
     item_tokens,
-    pca_2d,
     single_anchor_layout,
     single_anchor_vectors,
 )
@@ -117,6 +119,13 @@ def _save(fig: Any, rows: list[dict[str, Any]], out: Path, name: str) -> Path:
     return out / f"{name}.png"
 
 
+def _method(method: str) -> str:
+    """The title word of a 2-D method; a clear error for another value."""
+    if method not in METHODS_2D:
+        raise ConfigError(f"method: {method!r} is not one of {', '.join(METHODS_2D)}")
+    return "PCA" if method == "pca" else "t-SNE"
+
+
 def _label(cfg: RunConfig) -> str:
     return f"γ {cfg.init.gamma:g}, {cfg.model.n_layers}L, seed {cfg.seeds.init_seed}"
 
@@ -167,15 +176,17 @@ def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight
     return _save(fig, rows, Path(out), "p1-fig3")
 
 
-@figure("p1-fig3b", "run", "P1 Fig. 3b: PCA (for t-SNE) of the first attention block's output, coloured by pair")
-def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5) -> Path:
-    """E4: last-token X^{ao(1)} of ``n_per_pair`` random keys per ordered anchor pair, 2-D PCA."""
+@figure("p1-fig3b", "run", "P1 Fig. 3b: PCA or t-SNE of the first attention block's output, coloured by pair")
+def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5, method: str = "pca") -> Path:
+    """E4: last-token X^{ao(1)} of ``n_per_pair`` random keys per ordered anchor pair, in 2-D by ``method``."""
+    word = _method(method)
     [(d, model, cfg)] = _load_runs("p1-fig3b", run_dir)
     X, pairs = attention_output_vectors(model, cfg.task, n_per_pair, seed)
-    coords, ratio = pca_2d(X)
+    coords, ratio = embed_2d(X, method, seed)
     fig = plot_pair_scatter(coords, [tuple(p) for p in pairs.tolist()], ratio,
-                            f"X^ao(1), last token, PCA (t-SNE in P1): {_label(cfg)}")
-    rows = [{"a1": int(a), "a2": int(b), "pc1": float(c[0]), "pc2": float(c[1])} for (a, b), c in zip(pairs, coords)]
+                            f"X^ao(1), last token, {word}: {_label(cfg)}")
+    rows = [{"a1": int(a), "a2": int(b), "method": method, "dim1": float(c[0]), "dim2": float(c[1])}
+            for (a, b), c in zip(pairs, coords)]
     return _save(fig, rows, Path(out), "p1-fig3b")
 
 
@@ -212,31 +223,32 @@ def p1_fig4(run_dir: Path, out: str | Path) -> Path:
     return _save(fig, rows, Path(out), "p1-fig4")
 
 
-def _condensation(model: Any, cfg: RunConfig, threshold: float, layer: int = 0) -> dict[str, Any]:
+def _condensation(model: Any, cfg: RunConfig, threshold: float, method: str = "pca", layer: int = 0) -> dict[str, Any]:
     C = neuron_cosine(wq_neurons(model, layer))
     groups = greedy_groups(C, threshold)
     Cr, perm = reorder(C, groups)
     tokens = item_tokens(cfg.task)
-    coords, ratio = pca_2d(embedding_rows(model, tokens))
+    coords, ratio = embed_2d(embedding_rows(model, tokens), method)
     return {"C": Cr, "perm": perm, "groups": groups, "coords": coords, "explained": ratio, "tokens": tokens}
 
 
-@figure("p1-fig5", "runs", "P1 Fig. 5: W_Q(1) neuron cosines (greedy-reordered) and item-embedding PCA, a row per run")
-def p1_fig5(run_dirs: Sequence[Path], out: str | Path, threshold: float = 0.7) -> Path:
+@figure("p1-fig5", "runs", "P1 Fig. 5: W_Q(1) neuron cosines (greedy-reordered) and item-embedding PCA/t-SNE per run")
+def p1_fig5(run_dirs: Sequence[Path], out: str | Path, threshold: float = 0.7, method: str = "pca") -> Path:
     """E7 + E8: per run, the reordered W_Q⁰ cosine matrix (number of groups at ``threshold`` in the title)
-    and the 2-D PCA of the item-token embedding rows annotated with token values."""
+    and the 2-D ``method`` map of the item-token embedding rows annotated with token values."""
+    word = _method(method)
     panels, rows = [], []
     for d, model, cfg in _load_runs("p1-fig5", run_dirs):
-        c = _condensation(model, cfg, threshold)
+        c = _condensation(model, cfg, threshold, method)
         panels.append({"C": c["C"], "cos_title": f"W_Q⁰ cosine: {_label(cfg)}\n{len(c['groups'])} groups "
                        f"(threshold {threshold:g})", "coords": c["coords"], "labels": c["tokens"],
                        "explained": c["explained"], "color_values": c["tokens"],
-                       "pca_title": f"W_E item rows, PCA (t-SNE in P1): {_label(cfg)}"})
+                       "pca_title": f"W_E item rows, {word}: {_label(cfg)}"})
         gid = {i: g for g, members in enumerate(c["groups"]) for i in members}
         rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "wq_neuron", "neuron": int(i),
                   "group": gid[int(i)], "order": o} for o, i in enumerate(c["perm"])]
-        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "embedding", "token": tok, "pc1": xy[0],
-                  "pc2": xy[1]} for tok, xy in zip(c["tokens"], c["coords"])]
+        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "embedding", "method": method, "token": tok,
+                  "dim1": xy[0], "dim2": xy[1]} for tok, xy in zip(c["tokens"], c["coords"])]
     return _save(plot_condensation_rows(panels), rows, Path(out), "p1-fig5")
 
 
@@ -307,7 +319,8 @@ def lr_axis(sweep_dir: str | Path) -> str:
 
 
 def _grid(name: str, sweep_dir: Path, out: Path, kind: str, x: str, y: str, y_top_first: bool,
-          threshold: float) -> Path:
+          threshold: float, method: str = "pca") -> Path:
+    word = _method(method)
     xs, ys, cells = sweep_cells(sweep_dir, x, y)
     panels, rows = {}, []
     for (i, j), d in cells.items():
@@ -321,13 +334,13 @@ def _grid(name: str, sweep_dir: Path, out: Path, kind: str, x: str, y: str, y_to
             rows.append({x: xs[j], y: ys[i], "run_id": d.name, "n_groups": len(c["groups"]),
                          "largest_group_frac": max(len(g) for g in c["groups"]) / len(c["C"])})
         else:
-            coords, ratio = pca_2d(embedding_rows(model, item_tokens(cfg.task)))
+            coords, ratio = embed_2d(embedding_rows(model, item_tokens(cfg.task)), method)
             panels[(i, j)] = {"coords": coords, "labels": item_tokens(cfg.task), "explained": ratio,
                               "color_values": item_tokens(cfg.task)}
-            rows += [{x: xs[j], y: ys[i], "run_id": d.name, "token": tok, "pc1": c[0], "pc2": c[1]}
-                     for tok, c in zip(item_tokens(cfg.task), coords)]
+            rows += [{x: xs[j], y: ys[i], "run_id": d.name, "method": method, "token": tok, "dim1": c[0],
+                      "dim2": c[1]} for tok, c in zip(item_tokens(cfg.task), coords)]
     what = f"W_Q⁰ neuron cosine, greedy-reordered (threshold {threshold:g})" if kind == "cosine" else \
-        "item-token embeddings, PCA (t-SNE in P1)"
+        f"item-token embeddings, {word} (colour = token value)"
     fig = plot_panel_grid(xs, ys, panels, kind, x.split(".")[-1], y.split(".")[-1], y_top_first, what)
     return _save(fig, rows, out, name)
 
@@ -337,9 +350,9 @@ def p1_fig10(sweep_dir: Path, out: str | Path, threshold: float = 0.7) -> Path:
     return _grid("p1-fig10", sweep_dir, Path(out), "cosine", "init.gamma", "model.n_layers", False, threshold)
 
 
-@figure("p1-fig11", "sweep", "P1 Fig. 11: grid of item-embedding PCA (t-SNE in P1) over γ (x) × depth (y)")
-def p1_fig11(sweep_dir: Path, out: str | Path) -> Path:
-    return _grid("p1-fig11", sweep_dir, Path(out), "pca", "init.gamma", "model.n_layers", False, 0.7)
+@figure("p1-fig11", "sweep", "P1 Fig. 11: grid of item-embedding PCA/t-SNE over γ (x) × depth (y)")
+def p1_fig11(sweep_dir: Path, out: str | Path, method: str = "pca") -> Path:
+    return _grid("p1-fig11", sweep_dir, Path(out), "pca", "init.gamma", "model.n_layers", False, 0.7, method)
 
 
 @figure("p1-fig15", "sweep", "P1 Fig. 15: grid of W_Q(1) cosine matrices over weight decay (x) × learning rate (y)")
@@ -348,9 +361,10 @@ def p1_fig15(sweep_dir: Path, out: str | Path, threshold: float = 0.7) -> Path:
                  threshold)
 
 
-@figure("p1-fig16", "sweep", "P1 Fig. 16: grid of item-embedding PCA over weight decay (x) × learning rate (y)")
-def p1_fig16(sweep_dir: Path, out: str | Path) -> Path:
-    return _grid("p1-fig16", sweep_dir, Path(out), "pca", "train.weight_decay", lr_axis(sweep_dir), True, 0.7)
+@figure("p1-fig16", "sweep", "P1 Fig. 16: grid of item-embedding PCA/t-SNE over weight decay (x) × learning rate (y)")
+def p1_fig16(sweep_dir: Path, out: str | Path, method: str = "pca") -> Path:
+    return _grid("p1-fig16", sweep_dir, Path(out), "pca", "train.weight_decay", lr_axis(sweep_dir), True, 0.7,
+                 method)
 
 
 SWEEP_FIGURES: dict[str, tuple[str, Callable[[Path], str], bool]] = {
