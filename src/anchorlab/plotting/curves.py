@@ -12,14 +12,17 @@ from anchorlab.plotting.style import plt, style
 
 def plot_training_curves(epochs: Sequence[float], panels: Mapping[str, Mapping[str, Sequence[float | None]]],
                          log_panels: Sequence[str] = (), unit_panels: Sequence[str] = (),
-                         title: str = "") -> Figure:
-    """One panel per entry of ``panels`` {panel title: {line label: values per epoch}}, side by side;
+                         title: str = "", ncols: int = 3) -> Figure:
+    """One panel per entry of ``panels`` {panel title: {line label: values per epoch}}, ``ncols`` a row;
     panels named in ``log_panels`` get a log y-axis, those in ``unit_panels`` the range [0, 1].
     ``None`` values (e.g. no train loss at step 0) are left out of a line."""
     n = len(panels)
+    nc, nr = min(ncols, n), -(-n // ncols)
     with style():
-        fig, axes = plt.subplots(1, n, figsize=(3.8 * n, 3.1), squeeze=False)
-        for ax, (name, series) in zip(axes[0], panels.items()):
+        fig, axes = plt.subplots(nr, nc, figsize=(4.2 * nc, 3.2 * nr), squeeze=False)
+        for ax in axes.ravel()[n:]:
+            ax.set_visible(False)
+        for ax, (name, series) in zip(axes.ravel(), panels.items()):
             for i, (label, values) in enumerate(series.items()):
                 v = np.array([np.nan if x is None else float(x) for x in values])
                 ok = np.isfinite(v) & ((v > 0) if name in log_panels else True)
@@ -31,8 +34,8 @@ def plot_training_curves(epochs: Sequence[float], panels: Mapping[str, Mapping[s
                 ax.set_ylim(-0.03, 1.03)
             ax.set_title(name, fontsize=9)
             ax.set_xlabel("epoch")
-            if series:
-                ax.legend(fontsize=6, ncol=1 + len(series) // 8)
+            if series:  # many series (the groups): a translucent framed legend so the lines stay visible
+                ax.legend(fontsize=6, ncol=1 + len(series) // 8, frameon=len(series) > 8, framealpha=0.6)
         if title:
             fig.suptitle(title, fontsize=9)
         fig.tight_layout()
