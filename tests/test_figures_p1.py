@@ -93,6 +93,17 @@ def test_single_anchor_layout_shares_targets():
         single_anchor_layout(TASK, [97])
 
 
+def test_single_anchor_vectors_are_the_value_rows_of_each_input():
+    from anchorlab.analysis.embeddings import anchor_value_vectors, single_anchor_vectors
+
+    model = build_initialized_model(tiny_config(), TASK.vocab_size).eval()
+    keys, anchors = single_anchor_layout(TASK, [40, 41])
+    U = single_anchor_vectors(model, TASK, keys, anchors)
+    assert U.shape == (8, 8)
+    for i, (k, a) in enumerate(zip(keys, anchors)):
+        np.testing.assert_allclose(U[i], anchor_value_vectors(model, TASK, [k], a)[0], atol=1e-6)
+
+
 def test_attention_output_vectors_cover_every_ordered_pair():
     model = build_initialized_model(tiny_config(), TASK.vocab_size).eval()
     X, pairs = attention_output_vectors(model, TASK, n_per_pair=3, seed=0)
