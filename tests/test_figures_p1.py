@@ -271,3 +271,18 @@ def test_embedding_figures_take_a_method(runs, tmp_path, capsys):
         draw("p1-fig5", runs[:1], tmp_path, method="umap")
     assert main(["figure", "p1-fig13", str(runs[0]), "--out", str(tmp_path), "--method", "tsne"]) == 2
     assert "--method" in capsys.readouterr().err
+
+
+def test_step_selects_the_checkpoint(runs, tmp_path):
+    from anchorlab import rundir
+    from anchorlab.cli import main
+
+    kept = rundir.checkpoint_steps(runs[0])
+    assert main(["figure", "p1-fig13", str(runs[0]), "--out", str(tmp_path / "s0"), "--step", "0"]) == 0
+    draw("p1-fig13", runs[:1], tmp_path / "last")
+    at0, last = read_csv(tmp_path / "s0" / "p1-fig13.csv"), read_csv(tmp_path / "last" / "p1-fig13.csv")
+    assert at0[0]["matrix"] == last[0]["matrix"] and at0[0]["singular_value"] != last[0]["singular_value"]
+    draw("p1-fig12", runs[:1], tmp_path / "e", step=[0, kept[-1]])
+    assert sorted({int(r["step"]) for r in read_csv(tmp_path / "e" / "p1-fig12.csv")}) == [0, kept[-1]]
+    with pytest.raises(ConfigError, match="step"):
+        draw("p1-fig4", runs[:1], tmp_path, step=[7])

@@ -130,14 +130,26 @@ def _label(cfg: RunConfig) -> str:
     return f"γ {cfg.init.gamma:g}, {cfg.model.n_layers}L, seed {cfg.seeds.init_seed}"
 
 
-def _load_runs(name: str, run_dirs: Sequence[Path] | Path) -> list[tuple[Path, Any, RunConfig]]:
-    """(run dir, last-checkpoint model, config) per run; a clear error where the figure does not apply."""
+Step = int | Sequence[int] | None  # ``--step`` may be given several times
+
+
+def _one(step: Step) -> int | None:
+    """Single-checkpoint figures take the last ``--step`` given (default: the last kept checkpoint)."""
+    return step[-1] if isinstance(step, Sequence) else step
+
+
+def _load_runs(name: str, run_dirs: Sequence[Path] | Path, step: Step = None) -> list[tuple[Path, Any, RunConfig]]:
+    """(run dir, model at ``step`` (default the last kept), config) per run; a clear error where the figure
+    does not apply or the step was not kept."""
     run_dirs = [run_dirs] if isinstance(run_dirs, (str, Path)) else list(run_dirs)
     out = []
     for d in run_dirs:
         if not (Path(d) / rundir.CONFIG).is_file():
             raise ConfigError(f"figure {name}: {d} is not a run directory (no {rundir.CONFIG})")
-        model, cfg = load_model(d)
+        kept = rundir.checkpoint_steps(Path(d)) if (Path(d) / rundir.CKPT_DIR).is_dir() else []
+        if _one(step) is not None and _one(step) not in kept:
+            raise ConfigError(f"step: {d} has no checkpoint at step {_one(step)}; kept steps: {kept}")
+        model, cfg = load_model(d, _one(step))
         reason = why_not(name, cfg)
         if reason:
             raise ConfigError(f"figure {name}: not applicable to run {d}: {reason}")
@@ -150,11 +162,12 @@ def _load_runs(name: str, run_dirs: Sequence[Path] | Path) -> list[tuple[Path, A
 
 
 @figure("p1-fig3", "runs", "P1 Fig. 3a/c: information flow of one (4,3) input with key 99, one panel per run")
-def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight: float = 0.05) -> Path:
+def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight: float = 0.05,
+             step: Step = None) -> Path:
     """E3: head-averaged attention as position × layer flows; dotted references show the symmetric
     (orange) and inferential (blue) mechanisms, and the titles their :func:`mechanism_scores`."""
     flows, tokens, titles, highlights, rows = [], [], [], [], []
-    for d, model, cfg in _load_runs("p1-fig3", run_dirs):
+    for d, model, cfg in _load_runs("p1-fig3", run_dirs, step):
         x = default_probe_input(cfg.task, key, cfg.task.probe_pair)
         flow = probe_information_flow(model, x)
         P = flow.shape[1]
@@ -177,10 +190,11 @@ def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight
 
 
 @figure("p1-fig3b", "run", "P1 Fig. 3b: PCA or t-SNE of the first attention block's output, coloured by pair")
-def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5, method: str = "pca") -> Path:
+def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5, method: str = "pca",
+             step: Step = None) -> Path:
     """E4: last-token X^{ao(1)} of ``n_per_pair`` random keys per ordered anchor pair, in 2-D by ``method``."""
     word = _method(method)
-    [(d, model, cfg)] = _load_runs("p1-fig3b", run_dir)
+    [(d, model, cfg)] = _load_runs("p1-fig3b", run_dir, step)
     X, pairs = attention_output_vectors(model, cfg.task, n_per_pair, seed)
     coords, ratio = embed_2d(X, method, seed)
     fig = plot_pair_scatter(coords, [tuple(p) for p in pairs.tolist()], ratio,
@@ -191,10 +205,10 @@ def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5
 
 
 @figure("p1-fig4", "run", "P1 Fig. 4: fused-vector cosines with equal-target boxes (E5) and the single-anchor map (E6)")
-def p1_fig4(run_dir: Path, out: str | Path) -> Path:
+def p1_fig4(run_dir: Path, out: str | Path, step: Step = None) -> Path:
     """E5: lower triangle cos(v(x1;3,3), v(x2;2,2)), upper triangle cos(v(x1;1,2), v(x2;1,3)), keys 30-40,
     red boxes where the targets are equal. E6: cos of u(x; a) at the first anchor, 4×4 blocks of equal g."""
-    [(d, model, cfg)] = _load_runs("p1-fig4", run_dir)
+    [(d, model, cfg)] = _load_runs("p1-fig4", run_dir, step)
     t = cfg.task
     keys = list(E5_KEYS)
     v = {p: fused_vectors(model, t, keys, p) for p in (*E5_LOWER, *E5_UPPER)}
@@ -233,12 +247,13 @@ def _condensation(model: Any, cfg: RunConfig, threshold: float, method: str = "p
 
 
 @figure("p1-fig5", "runs", "P1 Fig. 5: W_Q(1) neuron cosines (greedy-reordered) and item-embedding PCA/t-SNE per run")
-def p1_fig5(run_dirs: Sequence[Path], out: str | Path, threshold: float = 0.7, method: str = "pca") -> Path:
+def p1_fig5(run_dirs: Sequence[Path], out: str | Path, threshold: float = 0.7, method: str = "pca",
+            step: Step = None) -> Path:
     """E7 + E8: per run, the reordered W_Q⁰ cosine matrix (number of groups at ``threshold`` in the title)
     and the 2-D ``method`` map of the item-token embedding rows annotated with token values."""
     word = _method(method)
     panels, rows = [], []
-    for d, model, cfg in _load_runs("p1-fig5", run_dirs):
+    for d, model, cfg in _load_runs("p1-fig5", run_dirs, step):
         c = _condensation(model, cfg, threshold, method)
         panels.append({"C": c["C"], "cos_title": f"W_Q⁰ cosine: {_label(cfg)}\n{len(c['groups'])} groups "
                        f"(threshold {threshold:g})", "coords": c["coords"], "labels": c["tokens"],
@@ -253,13 +268,17 @@ def p1_fig5(run_dirs: Sequence[Path], out: str | Path, threshold: float = 0.7, m
 
 
 @figure("p1-fig12", "runs", "P1 Fig. 12: embedding covariance eigenvalues, and the leading ones over kept checkpoints")
-def p1_fig12(run_dirs: Sequence[Path], out: str | Path, top_k: int = 4) -> Path:
+def p1_fig12(run_dirs: Sequence[Path], out: str | Path, top_k: int = 4, step: Step = None) -> Path:
     """E9: (a) eigenvalues of the covariance of the item-token W_E rows at the last checkpoint, per run;
-    (b) per run, the ``top_k`` leading eigenvalues at every kept checkpoint (P1 shows the small-init run)."""
+    (b) per run, the ``top_k`` leading eigenvalues at every kept checkpoint, or at the given ``step`` list
+    (P1 shows the small-init run). (a) is the last of those steps."""
     spectra, evolutions, rows = [], [], []
     for d, _, cfg in _load_runs("p1-fig12", run_dirs):
         tokens = item_tokens(cfg.task)
-        steps = rundir.checkpoint_steps(d)
+        kept = rundir.checkpoint_steps(d)
+        steps = kept if step is None else sorted({step} if isinstance(step, int) else set(step))
+        if not set(steps) <= set(kept):
+            raise ConfigError(f"step: {d} kept steps {kept}, not {sorted(set(steps) - set(kept))}")
         eigs = np.stack([embedding_covariance_eigs(embedding_rows(load_model(d, s)[0], tokens)) for s in steps])
         spectra.append((_label(cfg), eigs[-1]))
         evolutions.append((_label(cfg), np.asarray(steps), eigs[:, :top_k]))
@@ -269,11 +288,11 @@ def p1_fig12(run_dirs: Sequence[Path], out: str | Path, top_k: int = 4) -> Path:
 
 
 @figure("p1-fig13", "runs", "P1 Fig. 13: singular values of every weight matrix with stable ranks, a line per run")
-def p1_fig13(run_dirs: Sequence[Path], out: str | Path) -> Path:
+def p1_fig13(run_dirs: Sequence[Path], out: str | Path, step: Step = None) -> Path:
     """E10: per weight matrix a log-y panel of singular values, one line per run, the stable ranks
     Σ(s_i/s_max)² in the corner. P1's caption swaps the colours' γ labels: γ 0.8 is the *small* init."""
     specs, labels, rows = [], [], []
-    for d, model, cfg in _load_runs("p1-fig13", run_dirs):
+    for d, model, cfg in _load_runs("p1-fig13", run_dirs, step):
         s = linear_layer_spectra(model)
         specs.append(s)
         labels.append(_label(cfg))
