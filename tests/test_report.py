@@ -15,6 +15,7 @@ import pytest
 
 from anchorlab.cli import main
 from anchorlab.config import ConfigError, load_config
+from anchorlab.figures import names
 from anchorlab.report import write_report
 from anchorlab.sweep import load_sweep, plan
 from anchorlab.train import train
@@ -107,6 +108,9 @@ def assert_self_contained(text: str) -> list[str]:
     for attr, url in re.findall(r'\b(src|href)="([^"]*)"', text):
         assert url.startswith(("data:", "#")), f"{attr} points outside the file: {url[:80]}"
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text
+    ids = re.findall(r' id="([^"]+)"', text)
+    assert len(ids) == len(set(ids)), "duplicate ids"
+    assert {h[1:] for h in re.findall(r'href="(#[^"]+)"', text)} <= set(ids), "an in-page link has no target"
     return re.findall(r'<img alt="([^"]*)" src="data:image/png;base64,', text)
 
 
@@ -153,6 +157,9 @@ def test_sweep_report_table_sorts_and_renders(tmp_path, browser):
     assert probe["errors"] == [] and all(i["ok"] for i in probe["images"]) and len(probe["images"]) == len(alts)
     [gammas] = probe["sorted"]  # column 1 is init.gamma; one click sorts ascending
     assert gammas == ["0.5", "0.7", "1"]
+    # two sources in one page (here the same sweep twice): ids stay unique, links keep their targets
+    both = write_report([tmp_path / "sw", tmp_path / "sw"], tmp_path / "both.html", max_run_figures=0).read_text()
+    assert assert_self_contained(both) == alts * 2
 
 
 @pytest.mark.parametrize("model", ["gpt", "emb_mlp"])
@@ -166,10 +173,16 @@ def test_mem_rsn_report_skips_what_does_not_apply(tmp_path, model, capsys):
     assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'r' / 'report.html'}"
     text = (tmp_path / "r" / "report.html").read_text()
     alts = assert_self_contained(text)
-    expect = ["training curves", "p1-fig12", "p1-fig13"] if model == "emb_mlp" else \
+    p1 = ["training curves", "p1-fig12", "p1-fig13"] if model == "emb_mlp" else \
         ["training curves", "p1-fig5", "p1-fig12", "p1-fig13"]
-    assert alts == expect
+    assert alts[:len(p1)] == p1
     assert "p1-fig3: needs the" in text and "rsn_test_acc" in text
+    # the P2 figures: each registered one is drawn or listed with the recipe's reason
+    p2 = [n for n in names() if n.startswith("p2-")]
+    drawn = alts[len(p1):]
+    assert drawn and set(drawn) <= set(p2)
+    for n in set(p2) - set(drawn):
+        assert f"<li>{n}: figure {n}:" in text, n
 
 
 def test_bad_source_is_refused(tmp_path):

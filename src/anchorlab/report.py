@@ -82,24 +82,37 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
 """
 
 
-def write_report(source: str | Path, out: str | Path | None = None, max_run_figures: int = 12) -> Path:
-    """Write the HTML report of a run directory (has ``config.json``) or a sweep directory (has
-    ``sweep.json``) to ``out`` (default ``<source>/report.html``); returns its path. For a sweep, the P1
-    figures are drawn for the first ``max_run_figures`` runs with a checkpoint (all runs get curves and tables)."""
-    source = Path(source)
-    if (source / MANIFEST).is_file():
-        title, body = _sweep_page(source, max_run_figures)
-    elif (source / rundir.CONFIG).is_file():
-        title, body = f"anchorlab run {source.name}", _run_section(source, figures=True, level=2)
-        body = _provenance_block([source]) + body
-    else:
-        raise ConfigError(f"source: {source} is neither a run directory ({rundir.CONFIG}) nor a sweep "
-                          f"directory ({MANIFEST})")
-    out = Path(out) if out is not None else source / "report.html"
+def write_report(source: str | Path | Sequence[str | Path], out: str | Path | None = None,
+                 max_run_figures: int = 12) -> Path:
+    """Write the HTML report of run directories (with ``config.json``) and/or sweep directories (with
+    ``sweep.json``), one section each, to ``out`` (default ``<first source>/report.html``); returns its path.
+    In a sweep the P1/P2 figures are drawn for ``max_run_figures`` runs with a checkpoint, those of the
+    first seed first (every run gets its curves and tables)."""
+    sources = [Path(source)] if isinstance(source, (str, Path)) else [Path(s) for s in source]
+    if not sources:
+        raise ConfigError("source: give at least one run or sweep directory")
+    titles, bodies = [], []
+    for i, src in enumerate(sources):
+        anchor = f"s{i}-" if len(sources) > 1 else ""
+        if (src / MANIFEST).is_file():
+            title, body = _sweep_page(src, max_run_figures, anchor)
+        elif (src / rundir.CONFIG).is_file():
+            title = f"anchorlab run {src.name}"
+            body = _provenance_block([src], anchor) + _run_section(src, figures=True, level=2, all_p2=True,
+                                                                   anchor=anchor)
+        else:
+            raise ConfigError(f"source: {src} is neither a run directory ({rundir.CONFIG}) nor a sweep "
+                              f"directory ({MANIFEST})")
+        titles.append(title)
+        bodies.append(body if len(sources) == 1 else f"<h1>{_e(title)}</h1>\n{body}")
+    title = titles[0] if len(sources) == 1 else "anchorlab report: " + ", ".join(t.split(" ", 1)[1] for t in titles)
+    header = f"<h1>{_e(title)}</h1>" if len(sources) == 1 else \
+        "<nav>" + "".join(f'<a href="#src-{i}">{_e(t)}</a>' for i, t in enumerate(titles)) + "</nav>"
+    body = "\n".join(f'<section id="src-{i}">{b}</section>' for i, b in enumerate(bodies))
+    out = Path(out) if out is not None else sources[0] / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
     page = (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>"
-            f"<style>{CSS}</style></head><body><h1>{_e(title)}</h1>\n{body}\n<script>{SORT_JS}</script>"
-            "</body></html>\n")
+            f"<style>{CSS}</style></head><body>{header}\n{body}\n<script>{SORT_JS}</script></body></html>\n")
     rundir.write_atomic(out, page)
     return out
 
@@ -129,7 +142,8 @@ def _wide_table(d: dict[str, Any]) -> str:
 
 
 def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str], sortable: bool = False,
-           link_col: str | None = None) -> str:
+           link_col: str | None = None, anchor: str = "", linked: set[str] | None = None) -> str:
+    """An HTML table; ``link_col`` values link to their run section (only those in ``linked`` if given)."""
     head = "".join(f"<th>{_e(c)}</th>" for c in columns)
     body = []
     for r in rows:
@@ -137,8 +151,8 @@ def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str], sortable: boo
         for c in columns:
             v = r.get(c, "")
             text = _e(_fmt(v))
-            if c == link_col and v:
-                text = f'<a href="#run-{_e(v)}">{text}</a>'
+            if c == link_col and v and (linked is None or v in linked):
+                text = f'<a href="#{anchor}run-{_e(v)}">{text}</a>'
             data = f' data-value="{_e(v)}"' if isinstance(v, (int, float)) else ""
             cells.append(f"<td{data}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
@@ -174,7 +188,10 @@ def _csv_bytes(rows: list[dict[str, Any]]) -> bytes:
 def _drawn(name: str, sources: list[Path], caption: str, **options: Any) -> str:
     """Draw a registered figure into a scratch directory and embed its PNG and CSV."""
     with tempfile.TemporaryDirectory() as tmp:
-        png = draw(name, sources, tmp, **options)
+        try:
+            png = draw(name, sources, tmp, **options)
+        finally:
+            plt.close("all")  # recipes of other modules may leave their figure open
         csv = png.with_suffix(".csv")
         return _img(png.read_bytes(), name, f"{name}: {caption}", csv.read_bytes() if csv.exists() else None,
                     f"{name}.csv")
@@ -182,6 +199,22 @@ def _drawn(name: str, sources: list[Path], caption: str, **options: Any) -> str:
 
 # ------------------------------------------------------------------------------------------------
 # Provenance
+
+
+def _p2_figures(sources: list[Path], kinds: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The P2 figures (registered ``p2-*`` recipes whose sources are in ``kinds``) drawn from ``sources``:
+    (embedded figures, skipped ones with the recipe's reason). A recipe says it does not apply by raising
+    :class:`ConfigError` (e.g. "this figure needs 'emb_mlp'")."""
+    from anchorlab.figures import FIGURES, names
+
+    parts, skipped = [], []
+    for name in names():
+        if name.startswith("p2-") and FIGURES[name].sources in kinds:
+            try:
+                parts.append(_drawn(name, sources, FIGURES[name].help))
+            except ConfigError as e:
+                skipped.append(f"<li>{_e(name)}: {_e(e)}</li>")
+    return parts, skipped
 
 
 def git_commit() -> str:
@@ -197,7 +230,7 @@ def git_commit() -> str:
         return "unknown"
 
 
-def _provenance_block(run_dirs: Sequence[Path]) -> str:
+def _provenance_block(run_dirs: Sequence[Path], anchor: str = "") -> str:
     import torch
 
     info = {"anchorlab version": anchorlab.__version__, "git commit": git_commit(),
@@ -211,8 +244,9 @@ def _provenance_block(run_dirs: Sequence[Path]) -> str:
         rows.append({"run_id": d.name, "status": "done" if rundir.is_done(d) else "unfinished",
                      "data_seed": s.get("data_seed"), "init_seed": s.get("init_seed"),
                      "train_seed": s.get("train_seed")})
-    return ("<h2 id=\"provenance\">Provenance</h2>" + _kv_table(info)
-            + _table(rows, ["run_id", "status", "data_seed", "init_seed", "train_seed"], link_col="run_id"))
+    return (f'<h2 id="{anchor}provenance">Provenance</h2>' + _kv_table(info)
+            + _table(rows, ["run_id", "status", "data_seed", "init_seed", "train_seed"], link_col="run_id",
+                     anchor=anchor))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -262,11 +296,13 @@ def _final_metrics(summary: dict[str, Any], task: str) -> str:
     return out
 
 
-def _run_section(run_dir: Path, figures: bool, level: int = 3) -> str:
+def _run_section(run_dir: Path, figures: bool, level: int = 3, all_p2: bool = False, anchor: str = "") -> str:
+    """A run's config, curves, final metrics and figures: the P1 ones that apply and, for the ``mem_rsn``
+    task, the P2 ones (single-run recipes; with ``all_p2`` also those over several runs)."""
     cfg_dict = rundir.read_json(run_dir / rundir.CONFIG)
     cfg = rundir.read_config(run_dir)
     h, hs = f"h{level}", f"h{level + 1}"
-    parts = [f'<{h} id="run-{_e(run_dir.name)}">Run {_e(run_dir.name)}: {_e(cfg.task.name)} / '
+    parts = [f'<{h} id="{anchor}run-{_e(run_dir.name)}">Run {_e(run_dir.name)}: {_e(cfg.task.name)} / '
              f"{_e(cfg.model.name)}, γ {cfg.init.gamma:g}, {cfg.model.n_layers} layer(s), seed "
              f"{cfg.seeds.init_seed}</{h}>"]
     parts.append(f"<{hs}>Resolved config</{hs}><details><summary>config.json</summary><pre>"
@@ -282,8 +318,8 @@ def _run_section(run_dir: Path, figures: bool, level: int = 3) -> str:
     if not has_ckpt:
         parts.append('<p class="skip">no kept checkpoint: no figures</p>')
     elif not figures:
-        parts.append(f'<p class="skip">figures left out (only the first runs of a sweep get them; '
-                     f"draw them with <code>anchorlab report {_e(run_dir)}</code>)</p>")
+        parts.append(f'<p class="skip">figures left out (--max-run-figures; the first seed of each grid point '
+                     f"comes first); draw them with <code>anchorlab report {_e(run_dir)}</code></p>")
     else:
         from anchorlab.figures import FIGURES
 
@@ -294,6 +330,10 @@ def _run_section(run_dir: Path, figures: bool, level: int = 3) -> str:
                 skipped.append(f"<li>{_e(name)}: {_e(reason)}</li>")
             else:
                 parts.append(_drawn(name, [run_dir], FIGURES[name].help))
+        if cfg.task.name == "mem_rsn":
+            p2, p2_skipped = _p2_figures([run_dir], ("run", "runs") if all_p2 else ("run",))
+            parts.append(f"<{hs}>Figures (P2)</{hs}>" + "".join(p2))
+            skipped += p2_skipped
         if skipped:
             parts.append('<p class="skip">not applicable to this run:</p><ul class="skip">' + "".join(skipped)
                          + "</ul>")
@@ -325,29 +365,42 @@ def _phase(rows: list[dict[str, Any]], axes: dict[str, list[Any]], task: str) ->
     return _img(_fig_png(fig), "phase diagram", note, _csv_bytes(table), "phase.csv")
 
 
-def _sweep_page(sweep_dir: Path, max_run_figures: int) -> tuple[str, str]:
+def _figure_order(manifest: dict[str, Any]) -> list[str]:
+    """Run ids in the order they get figures: the runs of the first seed (one per grid point) first."""
+    axes = manifest.get("axes", {})
+    seed_axis = next((a for a in SEED_AXES if a in axes), None)
+    runs = list(manifest["runs"].items())
+    if seed_axis is None:
+        return [r for r, _ in runs]
+    first = axes[seed_axis][0]
+    return [r for r, p in runs if p.get(seed_axis) == first] + [r for r, p in runs if p.get(seed_axis) != first]
+
+
+def _sweep_page(sweep_dir: Path, max_run_figures: int, anchor: str = "") -> tuple[str, str]:
     manifest = rundir.read_json(sweep_dir / MANIFEST)
     rows = collect(sweep_dir)
     run_dirs = [sweep_dir / r["run_id"] for r in rows]
     existing = [d for d in run_dirs if (d / rundir.CONFIG).is_file()]
     first = rundir.read_config(existing[0]) if existing else None
     task = first.task.name if first else "composite"
-    parts = ['<nav><a href="#provenance">provenance</a><a href="#phase">phase diagram</a>'
-             '<a href="#table">table</a><a href="#grids">grid figures</a><a href="#runs">runs</a></nav>']
+    parts = ["<nav>" + "".join(f'<a href="#{anchor}{a}">{t}</a>' for a, t in (
+        ("provenance", "provenance"), ("phase", "phase diagram"), ("table", "table"), ("grids", "sweep figures"),
+        ("runs", "runs"))) + "</nav>"]
     parts.append(_kv_table({"sweep": manifest.get("name", sweep_dir.name), "directory": sweep_dir.resolve(),
                             "axes": json.dumps(manifest.get("axes", {})), "runs": len(rows),
                             "done": sum(r["status"] == "done" for r in rows)}))
-    parts.append(_provenance_block(existing) if existing else "")
-    parts.append('<h2 id="phase">Phase diagram</h2>' + _phase(rows, manifest.get("axes", {}), task))
+    parts.append(_provenance_block(existing, anchor) if existing else "")
+    parts.append(f'<h2 id="{anchor}phase">Phase diagram</h2>' + _phase(rows, manifest.get("axes", {}), task))
     axes = list(manifest.get("axes", {}))
     head = [c for c in (*HEADLINE.get(task, ()), "final_train_loss", *MECHANISM_KEYS) if any(c in r for r in rows)]
     rest = sorted({k for r in rows for k in r} - {"run_id", "status", *axes, *head})
     columns = ["run_id", *axes, "status", *head, *rest]
-    parts.append('<h2 id="table">Collected table</h2><p class="skip">click a column header to sort</p>'
-                 + _table(rows, columns, sortable=True, link_col="run_id")
+    parts.append(f'<h2 id="{anchor}table">Collected table</h2><p class="skip">click a column header to sort</p>'
+                 + _table(rows, columns, sortable=True, link_col="run_id", anchor=anchor,
+                          linked={d.name for d in existing})
                  + f'<p><a download="summary.csv" href="{_data_uri(_csv_bytes(rows), "text/csv")}">'
                    "table (CSV)</a></p>")
-    parts.append('<h2 id="grids">Grid figures</h2>')
+    parts.append(f'<h2 id="{anchor}grids">Sweep figures</h2>')
     skipped = []
     for name in SWEEP_FIGURES:
         reason = sweep_why_not(name, sweep_dir, first.model.name) if first else "no run"
@@ -357,14 +410,19 @@ def _sweep_page(sweep_dir: Path, max_run_figures: int) -> tuple[str, str]:
             from anchorlab.figures import FIGURES
 
             parts.append(_drawn(name, [sweep_dir], FIGURES[name].help))
+    done = [d for d in existing if rundir.is_done(d)]
+    if task == "mem_rsn" and done:  # the P2 figures over several runs (training curves per γ, Fig. 8)
+        p2, p2_skipped = _p2_figures(done, ("runs",))
+        parts += p2
+        skipped += p2_skipped
     if skipped:
         parts.append('<p class="skip">not applicable to this sweep:</p><ul class="skip">' + "".join(skipped) + "</ul>")
-    parts.append('<h2 id="runs">Runs</h2>')
-    with_figs = 0
+    parts.append(f'<h2 id="{anchor}runs">Runs</h2>')
+    with_ckpt = [d for d in existing if (d / rundir.CKPT_DIR).is_dir() and rundir.checkpoint_steps(d)]
+    ranked = [sweep_dir / r for r in _figure_order(manifest) if sweep_dir / r in with_ckpt]
+    gets_figures = set(ranked[:max_run_figures])
     for d in existing:
-        has_ckpt = (d / rundir.CKPT_DIR).is_dir() and bool(rundir.checkpoint_steps(d))
-        parts.append(_run_section(d, figures=has_ckpt and with_figs < max_run_figures))
-        with_figs += has_ckpt
+        parts.append(_run_section(d, figures=d in gets_figures, anchor=anchor))
     missing = [d.name for d in run_dirs if d not in existing]
     if missing:
         parts.append(f'<p class="skip">not started: {_e(", ".join(missing))}</p>')
