@@ -189,3 +189,16 @@ def test_bad_source_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="source"):
         write_report(tmp_path)
     assert main(["report", str(tmp_path)]) == 2
+
+
+def test_mem_rsn_sweep_report(tmp_path):
+    (tmp_path / "base.toml").write_text("[task]\nname = 'mem_rsn'\ndata_size = 2000\nseq_len = 3\n[model]\n"
+                                        "name = 'emb_mlp'\nd_model = 8\nd_mlp = 16\n[train]\nbatch_size = 200\n"
+                                        "epochs = 1\nthreads = 1\n")
+    (tmp_path / "s.toml").write_text('name = "p2"\nbase = "base.toml"\n[axes]\n"init.gamma" = [0.3, 0.7]\n')
+    for _, cfg, d in plan(load_sweep(tmp_path / "s.toml"), tmp_path / "sw"):
+        train(cfg, d, show_progress=False)
+    text = write_report(tmp_path / "sw", max_run_figures=0).read_text()
+    alts = assert_self_contained(text)
+    assert alts[:2] == ["phase diagram", "p2-fig3b"] and alts.count("training curves") == 2
+    assert "mem_acc" in text and "p1-fig10: the sweep has no model.n_layers axis" in text
