@@ -1,4 +1,4 @@
-"""Command line: ``anchorlab train|data|demo|sweep|collect|figure``; each sub-command calls one library function."""
+"""Command line: ``anchorlab train|data|demo|sweep|collect|figure|report``; one library call per sub-command."""
 
 from __future__ import annotations
 
@@ -79,8 +79,22 @@ def _cmd_figure(a: argparse.Namespace) -> None:
     options: dict = {"use_best_epoch": True} if a.best_epoch else {}
     if a.step:
         options["step"] = a.step
+    if a.method:
+        import inspect
+
+        if a.name not in names() or "method" not in inspect.signature(FIGURES[a.name].fn).parameters:
+            raise ConfigError(f"--method: figure {a.name!r} has no 2-D embedding (p1-fig3b, p1-fig5, p1-fig11, "
+                              "p1-fig16 have)")
+        options["method"] = a.method
     path = draw(a.name, a.source, a.out, **options)
     print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
+
+
+def _cmd_report(a: argparse.Namespace) -> None:
+    from anchorlab.report import write_report
+
+    path = write_report(a.source, a.out, a.max_run_figures)
+    print(f"wrote {path}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,7 +143,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="per run, the best value over evaluations (the authors' plots) instead of the final one")
     s.add_argument("--step", type=int, action="append", metavar="N",
                    help="checkpoint step(s) to analyse (default: per figure, e.g. the last kept)")
+    s.add_argument("--method", choices=("pca", "tsne"),
+                   help="2-D map of the embedding figures (default pca; tsne needs scikit-learn)")
     s.set_defaults(fn=_cmd_figure)
+    s = sub.add_parser("report", help="one self-contained HTML report of a run or sweep directory")
+    s.add_argument("source", help="run directory (config.json) or sweep directory (sweep.json)")
+    s.add_argument("--out", help="HTML path (default SOURCE/report.html)")
+    s.add_argument("--max-run-figures", type=int, default=12, help="sweeps: P1 figures for this many runs")
+    s.set_defaults(fn=_cmd_report)
     a = p.parse_args(argv)
     try:
         a.fn(a)

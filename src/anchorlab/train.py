@@ -13,6 +13,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from anchorlab import rundir
+from anchorlab.analysis.embeddings import item_tokens
+from anchorlab.analysis.summary import mechanism_scalars
 from anchorlab.config import RunConfig
 from anchorlab.init import apply_init, count_parameters, init_std
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
@@ -69,11 +71,14 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(tc.beta1, tc.beta2), eps=tc.eps,
                             weight_decay=decay)
     amp = torch.bfloat16 if tc.precision == "bf16" else None
+    log_mechanisms = cfg.model.name == "gpt" and cfg.task.name == "composite"
 
     def eval_record(step: int, epoch: int, train_loss: float | None) -> dict[str, Any]:
         m = evaluate(model, data, all_x, all_y, cfg.task, tc.eval_batch_size, amp)
         rec = {"step": step, "epoch": epoch, "lr": lr_at(step, tc, steps_per_epoch),
                "epoch_train_loss": train_loss, **m}
+        if log_mechanisms:  # weight-only scalars (SVDs of the weights, no forward pass), so sweeps can plot them
+            rec.update(mechanism_scalars(model, embed_tokens=item_tokens(cfg.task)))
         rundir.append_metrics(run_dir, rec)
         return rec
 

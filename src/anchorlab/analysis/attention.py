@@ -68,6 +68,44 @@ def flow_edges(flow: np.ndarray, min_weight: float = 0.0) -> list[tuple[int, int
     return [(int(l_), int(k), int(j), float(flow[l_, k, j])) for l_, k, j in zip(ls, ks, js)]
 
 
+def mechanism_edges(key_pos: int = DEFAULT_KEY_POS, last_pos: int = -1,
+                    n_pos: int | None = None) -> dict[str, list[tuple[int, int, int]]]:
+    """The two mechanisms of P1 Fig. 3 as (layer, query k, key j) edges of a 2-layer flow, anchors at
+    ``key_pos + 1`` and ``key_pos + 2``; ``last_pos`` may be negative (counted from ``n_pos``).
+
+    * symmetric: layer 1 moves both anchors to the last position, layer 2 moves the key there;
+    * inferential: layer 1 moves the key into both anchor positions, layer 2 moves the anchors to the last.
+    """
+    if last_pos < 0:
+        if n_pos is None:
+            raise ValueError("a negative last_pos needs n_pos")
+        last_pos += n_pos
+    a1, a2 = key_pos + 1, key_pos + 2
+    return {"symmetric": [(0, last_pos, a1), (0, last_pos, a2), (1, last_pos, key_pos)],
+            "inferential": [(0, a1, key_pos), (0, a2, key_pos), (1, last_pos, a1), (1, last_pos, a2)]}
+
+
+def mechanism_scores(flow: np.ndarray, key_pos: int = DEFAULT_KEY_POS) -> dict[str, float]:
+    """How much of each mechanism the first two layers of ``flow`` [L >= 2, P, P] carry, in [0, 1]:
+    the mean over the two layers of the attention the mechanism's queries put on its keys (averaged over
+    its queries in a layer). Symmetric: (A1[last, a1] + A1[last, a2] + A2[last, key]) / 2; inferential:
+    ((A1[a1, key] + A1[a2, key]) / 2 + A2[last, a1] + A2[last, a2]) / 2."""
+    flow = np.asarray(flow, dtype=np.float64)
+    if flow.ndim != 3 or flow.shape[0] < 2:
+        raise ValueError(f"mechanism_scores needs a flow of at least 2 layers, got shape {flow.shape}")
+    out = {}
+    for name, edges in mechanism_edges(key_pos, -1, flow.shape[1]).items():
+        per_layer = []
+        for layer in (0, 1):
+            by_query: dict[int, float] = {}
+            for l_, k, j in edges:
+                if l_ == layer:
+                    by_query[k] = by_query.get(k, 0.0) + flow[l_, k, j]
+            per_layer.append(float(np.mean(list(by_query.values()))))
+        out[name] = float(np.mean(per_layer))
+    return out
+
+
 def probe_information_flow(model: torch.nn.Module, tokens: Tensor) -> np.ndarray:
     """:func:`information_flow` of ``model`` on one input ``tokens`` [1, P] (runs the model once)."""
     from anchorlab.models.hooks import run_with_cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,7 +22,8 @@ def _np(X: np.ndarray | Tensor) -> np.ndarray:
 def pca_2d(X: np.ndarray | Tensor) -> tuple[np.ndarray, np.ndarray]:
     """Project the rows of X [n, d] on their two leading principal components (centred, via SVD).
 
-    Returns (coords [n, 2], explained variance ratio [2]). Stands in for the paper's t-SNE (not implemented).
+    Returns (coords [n, 2], explained variance ratio [2]). The default stand-in for the paper's t-SNE
+    (:func:`tsne_2d` needs the optional scikit-learn).
     """
     X = _np(X)
     Xc = X - X.mean(axis=0, keepdims=True)
@@ -34,6 +36,30 @@ def pca_2d(X: np.ndarray | Tensor) -> tuple[np.ndarray, np.ndarray]:
     if total > 0:
         ratio[:m] = s[:m] ** 2 / total
     return coords, ratio
+
+
+def tsne_2d(X: np.ndarray | Tensor, perplexity: float | None = None, seed: int = 5) -> np.ndarray:
+    """2-D t-SNE of the rows of X [n, d] (scikit-learn, the optional ``tsne`` extra); ``perplexity`` defaults
+    to min(12, (n - 1) / 3) (C-cc used 12). Deterministic for a given ``seed``."""
+    try:
+        from sklearn.manifold import TSNE
+    except ImportError as e:
+        raise ImportError("method 'tsne' needs scikit-learn: pip install 'anchorlab[tsne]'") from e
+    X = _np(X)
+    p = min(12.0, (len(X) - 1) / 3) if perplexity is None else perplexity
+    return TSNE(n_components=2, perplexity=p, random_state=seed, init="pca").fit_transform(X)
+
+
+METHODS_2D = ("pca", "tsne")
+
+
+def embed_2d(X: np.ndarray | Tensor, method: str = "pca", seed: int = 5) -> tuple[np.ndarray, np.ndarray | None]:
+    """(coords [n, 2], explained-variance ratio [2] for PCA or None for t-SNE) by ``method`` "pca" | "tsne"."""
+    if method == "pca":
+        return pca_2d(X)
+    if method == "tsne":
+        return tsne_2d(X, seed=seed), None
+    raise ValueError(f"method must be one of {METHODS_2D}, got {method!r}")
 
 
 def cosine_matrix(X: np.ndarray | Tensor, Y: np.ndarray | Tensor | None = None, eps: float = 1e-12) -> np.ndarray:
@@ -70,9 +96,62 @@ def anchor_value_vectors(model: nn.Module, task_cfg: CompositeTaskConfig, keys: 
 
 
 def embedding_rows(model: nn.Module, tokens: Sequence[int]) -> np.ndarray:
-    """E8/E9: rows of ``embed.W_E`` for ``tokens`` (e.g. items ``range(20, 100)``), [len(tokens), D]."""
+    """E8/E9: rows of ``W_E`` (``embed.W_E`` of the GPT, ``W_E`` of the Emb-MLP) for ``tokens`` (e.g. items
+    ``range(20, 100)``), [len(tokens), D]."""
+    W_E = model.embed.W_E if hasattr(model, "embed") else model.W_E
     with torch.no_grad():
-        return _np(model.embed.W_E[torch.as_tensor(list(tokens), dtype=torch.long)])
+        return _np(W_E[torch.as_tensor(list(tokens), dtype=torch.long)])
+
+
+def item_tokens(task_cfg: Any) -> list[int]:
+    """The item (key and noise) tokens of a task, ``key_min..key_max``: the E8/E9 embedding rows."""
+    return list(range(task_cfg.key_min, task_cfg.key_max + 1))
+
+
+def single_anchor_layout(task_cfg: CompositeTaskConfig, targets: Sequence[int]) -> tuple[list[int], list[int]]:
+    """E6 layout (C-cc): for each target i, one input per anchor a with key i − shift[a], so the inputs of one
+    target share g = i (blocks of len(anchors)). Returns (keys, anchors), target-major; keys outside the
+    key range are an error."""
+    keys, anchors = [], []
+    for i in targets:
+        for a, s in zip(task_cfg.anchors, task_cfg.shifts):
+            if not task_cfg.key_min <= i - s <= task_cfg.key_max:
+                raise ValueError(f"target {i} needs key {i - s} for anchor {a}, outside "
+                                 f"{task_cfg.key_min}..{task_cfg.key_max}")
+            keys.append(i - s)
+            anchors.append(a)
+    return keys, anchors
+
+
+def single_anchor_vectors(model: nn.Module, task_cfg: CompositeTaskConfig, keys: Sequence[int],
+                          anchors: Sequence[int], layer: int = 1) -> np.ndarray:
+    """E6 u(x; a) for a list of (key, anchor) inputs: :func:`anchor_value_vectors` row by row, [n, H*K]."""
+    rows = []
+    for a in dict.fromkeys(anchors):
+        idx = [i for i, b in enumerate(anchors) if b == a]
+        rows.append((idx, anchor_value_vectors(model, task_cfg, [keys[i] for i in idx], a, layer=layer)))
+    out = np.zeros((len(keys), rows[0][1].shape[1]))
+    for idx, U in rows:
+        out[idx] = U
+    return out
+
+
+def attention_output_vectors(model: nn.Module, task_cfg: CompositeTaskConfig, n_per_pair: int = 50,
+                             seed: int = 5, template: Sequence[int] = DEFAULT_TEMPLATE,
+                             key_pos: int = DEFAULT_KEY_POS) -> tuple[np.ndarray, np.ndarray]:
+    """E4 X^{ao(1)}: last-token rows of ``blocks.0.hook_resid_mid`` for ``n_per_pair`` random keys (uniform on
+    the key range, seeded) with every ordered pair of distinct anchors in ``template``.
+    Returns (vectors [n, D], pairs [n, 2])."""
+    g = torch.Generator().manual_seed(seed)
+    pairs = [(a, b) for a in task_cfg.anchors for b in task_cfg.anchors if a != b]
+    xs, labels = [], []
+    for p in pairs:
+        keys = torch.randint(task_cfg.key_min, task_cfg.key_max + 1, (n_per_pair,), generator=g).tolist()
+        xs.append(probe_tokens(task_cfg, keys, p, template, key_pos))
+        labels += [p] * n_per_pair
+    name = "blocks.0.hook_resid_mid"
+    _, cache = run_with_cache(model, torch.cat(xs), names=[name])
+    return _np(cache[name][:, -1]), np.asarray(labels, dtype=np.int64)
 
 
 def equal_target_mask(keys1: Sequence[int], pair1: Sequence[int], keys2: Sequence[int], pair2: Sequence[int],

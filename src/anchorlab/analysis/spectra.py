@@ -12,8 +12,9 @@ def _np(W: np.ndarray | Tensor) -> np.ndarray:
 
 
 def singular_values(W: np.ndarray | Tensor) -> np.ndarray:
-    """Singular values of a 2-D matrix, descending."""
-    return np.linalg.svd(_np(W), compute_uv=False)
+    """Singular values of a 2-D matrix, descending (float64). Computed with torch, which keeps to
+    ``torch.set_num_threads`` (numpy's BLAS would spin up its own threads inside a training process)."""
+    return torch.linalg.svdvals(torch.from_numpy(_np(W))).numpy()
 
 
 def stable_rank(s: np.ndarray) -> float:
@@ -47,7 +48,7 @@ def embedding_covariance_eigs(X: np.ndarray | Tensor) -> np.ndarray:
     X = _np(X)
     Xc = X - X.mean(axis=0, keepdims=True)
     cov = Xc.T @ Xc / max(len(X) - 1, 1)
-    return np.clip(np.linalg.eigvalsh(cov)[::-1], 0.0, None)
+    return np.clip(torch.linalg.eigvalsh(torch.from_numpy(cov)).numpy()[::-1], 0.0, None)
 
 
 def top_eig_share(eigs: np.ndarray, k: int = 1) -> float:

@@ -16,18 +16,20 @@ def mechanism_scalars(model: nn.Module, threshold: float = 0.7,
                       embed_tokens: Sequence[int] | None = None) -> dict[str, float]:
     """Flat dict of scalars:
 
-    * ``wq0_n_groups``: greedy groups of W_Q layer-0 neurons at ``threshold``; ``wq0_largest_group_frac``:
-      size of the largest group / number of neurons.
+    * ``wq0_n_groups`` (Transformer only): greedy groups of W_Q layer-0 neurons at ``threshold``;
+      ``wq0_largest_group_frac``: size of the largest group / number of neurons.
     * ``stable_rank/<param>``: Σ(s_i/s_max)² of every 2-D/3-D weight (see ``linear_layer_spectra``).
     * ``embed_cov_top_share``: top eigenvalue / trace of the covariance of the W_E rows of
       ``embed_tokens`` (default: every row; pass the item tokens, e.g. ``range(20, 100)``, to follow E8/E9).
     """
-    C = neuron_cosine(wq_neurons(model, 0))
-    groups = greedy_groups(C, threshold)
-    out: dict[str, float] = {"wq0_n_groups": float(len(groups)),
-                             "wq0_largest_group_frac": max(len(g) for g in groups) / len(C)}
+    out: dict[str, float] = {}
+    if hasattr(model, "blocks"):  # the W_Q scalars exist only for the Transformer
+        C = neuron_cosine(wq_neurons(model, 0))
+        groups = greedy_groups(C, threshold)
+        out.update({"wq0_n_groups": float(len(groups)), "wq0_largest_group_frac": max(len(g) for g in groups) / len(C)})
     for name, s in linear_layer_spectra(model).items():
         out[f"stable_rank/{name}"] = stable_rank(s)
-    tokens = range(model.embed.W_E.shape[0]) if embed_tokens is None else embed_tokens
+    W_E = model.embed.W_E if hasattr(model, "embed") else model.W_E
+    tokens = range(W_E.shape[0]) if embed_tokens is None else embed_tokens
     out["embed_cov_top_share"] = top_eig_share(embedding_covariance_eigs(embedding_rows(model, tokens)))
     return {k: float(np.float64(v)) for k, v in out.items()}

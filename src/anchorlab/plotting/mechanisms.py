@@ -1,46 +1,104 @@
-"""Mechanism figures of P1 (Fig. 3-5, 12, 13): numpy arrays in, a matplotlib Figure out (no torch)."""
+"""Mechanism figures of P1 (Fig. 3-5, 10-13, 15, 16): numpy arrays in, a matplotlib Figure out (no torch).
+
+Each panel kind has an axes-level ``draw_*`` function; the ``plot_*`` functions lay panels out.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import LogLocator, NullLocator
 
-from anchorlab.plotting.style import plt, style
+from anchorlab.plotting.style import COLORS, plt, style
 
 LAYER_GAP = 4.0  # authors' plot_info_flow: nodes of layer l at y = 4·l
+Edge = tuple[int, int, int]  # (layer l, query k, key j)
+
+
+def draw_information_flow(ax: Axes, flow: np.ndarray, tokens: Sequence[int | str], min_weight: float = 0.0,
+                          lw_scale: float = 2.0, title: str = "",
+                          highlight: Mapping[str, Sequence[Edge]] | None = None) -> None:
+    """One flow panel (see :func:`plot_information_flow`). ``highlight`` {mechanism name: edges} draws each
+    mechanism's reference edges as thin dotted lines in its colour (``COLORS[name]``), under the flow."""
+    flow = np.asarray(flow)
+    L, P, _ = flow.shape
+    for j in range(P):
+        ax.plot([j, j], [0, LAYER_GAP * L], ls="--", color="0.75", lw=0.8, zorder=1)
+    for name, edges in (highlight or {}).items():
+        for i, (l_, k, j) in enumerate(edges):
+            ax.plot([j, k], [LAYER_GAP * l_, LAYER_GAP * (l_ + 1)], ls=":", lw=2.2, zorder=1.5,
+                    color=COLORS.get(name, "C2"), label=f"{name} mechanism" if i == 0 else None)
+    for l_ in range(L):
+        for k in range(P):
+            for j in range(k + 1):
+                w = flow[l_, k, j]
+                if w >= min_weight and w > 0:
+                    ax.plot([j, k], [LAYER_GAP * l_, LAYER_GAP * (l_ + 1)], color="C3",
+                            lw=lw_scale * w, alpha=min(1.0, 0.25 + w), zorder=2)
+    xs, ys = np.meshgrid(np.arange(P), LAYER_GAP * np.arange(L + 1))
+    ax.scatter(xs.ravel(), ys.ravel(), s=30, color="k", zorder=3)
+    ax.set_xticks(range(P), [str(t) for t in tokens])
+    ax.set_yticks(LAYER_GAP * np.arange(L + 1), ["input"] + [f"layer {i + 1}" for i in range(L)])
+    ax.grid(False)
+    ax.set_xlim(-0.5, P - 0.5)
+    if highlight:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.12), ncol=2)
+    if title:
+        ax.set_title(title, fontsize=9)
 
 
 def plot_information_flow(flow: np.ndarray, tokens: Sequence[int | str], min_weight: float = 0.0,
-                          lw_scale: float = 2.0, title: str = "") -> Figure:
+                          lw_scale: float = 2.0, title: str = "",
+                          highlight: Mapping[str, Sequence[Edge]] | None = None) -> Figure:
     """Fig. 3a/c. Nodes at (position j, layer l); a line from (j, l) to (k, l+1) of width
     ``lw_scale · flow[l, k, j]`` (authors: lw = 2·attn) for weights >= ``min_weight``; residual
     connections as dashed verticals. ``flow`` [n_layers, P, P] (query, key); ``tokens`` label the positions."""
-    flow = np.asarray(flow)
-    L, P, _ = flow.shape
+    return plot_information_flows([flow], [tokens], [title], [highlight] if highlight else None,
+                                  min_weight, lw_scale)
+
+
+def plot_information_flows(flows: Sequence[np.ndarray], tokens: Sequence[Sequence[int | str]],
+                           titles: Sequence[str], highlights: Sequence[Mapping[str, Sequence[Edge]]] | None = None,
+                           min_weight: float = 0.0, lw_scale: float = 2.0) -> Figure:
+    """Fig. 3a + 3c side by side: one flow panel per model (same input)."""
+    L, P = np.asarray(flows[0]).shape[:2]
     with style():
-        fig, ax = plt.subplots(figsize=(0.55 * P + 1.5, 1.1 * L + 1.2))
-        for j in range(P):
-            ax.plot([j, j], [0, LAYER_GAP * L], ls="--", color="0.75", lw=0.8, zorder=1)
-        for l_ in range(L):
-            for k in range(P):
-                for j in range(k + 1):
-                    w = flow[l_, k, j]
-                    if w >= min_weight and w > 0:
-                        ax.plot([j, k], [LAYER_GAP * l_, LAYER_GAP * (l_ + 1)], color="C3",
-                                lw=lw_scale * w, alpha=min(1.0, 0.25 + w), zorder=2)
-        xs, ys = np.meshgrid(np.arange(P), LAYER_GAP * np.arange(L + 1))
-        ax.scatter(xs.ravel(), ys.ravel(), s=30, color="k", zorder=3)
-        ax.set_xticks(range(P), [str(t) for t in tokens])
-        ax.set_yticks(LAYER_GAP * np.arange(L + 1), ["input"] + [f"layer {i + 1}" for i in range(L)])
-        ax.grid(False)
-        ax.set_xlim(-0.5, P - 0.5)
-        if title:
-            ax.set_title(title)
+        fig, axes = plt.subplots(1, len(flows), figsize=((0.55 * P + 1.5) * len(flows), 1.1 * L + 2.0),
+                                 squeeze=False)
+        for i, ax in enumerate(axes[0]):
+            draw_information_flow(ax, flows[i], tokens[i], min_weight, lw_scale, titles[i],
+                                  highlights[i] if highlights else None)
         fig.tight_layout()
     return fig
+
+
+def draw_cosine(ax: Axes, C: np.ndarray, boxes: np.ndarray | None = None,
+                tick_labels: Sequence[int | str] | None = None, title: str = "", xlabel: str = "",
+                ylabel: str = "", colorbar: bool = True) -> None:
+    """One cosine panel: ``RdBu_r`` fixed to [−1, 1]; ``boxes`` (bool, same shape) outlined in red."""
+    C = np.asarray(C)
+    im = ax.imshow(C, cmap="RdBu_r", vmin=-1.0, vmax=1.0, interpolation="nearest")
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    if boxes is not None:
+        for i, j in np.argwhere(np.asarray(boxes)):
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", lw=1.5))
+    if tick_labels is not None:
+        ax.set_xticks(range(C.shape[1]), [str(t) for t in tick_labels], rotation=90, fontsize=6)
+        ax.set_yticks(range(C.shape[0]), [str(t) for t in tick_labels], fontsize=6)
+    else:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    ax.grid(False)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=9)
 
 
 def plot_cosine_heatmap(C: np.ndarray, boxes: np.ndarray | None = None,
@@ -48,52 +106,136 @@ def plot_cosine_heatmap(C: np.ndarray, boxes: np.ndarray | None = None,
                         xlabel: str = "", ylabel: str = "") -> Figure:
     """Fig. 4/5a,b. Cosine matrix with a diverging map fixed to [−1, 1]; ``boxes`` (bool, same shape)
     outlines cells in red (e.g. equal targets)."""
-    C = np.asarray(C)
+    return plot_cosine_heatmaps([{"C": C, "boxes": boxes, "tick_labels": tick_labels, "title": title,
+                                  "xlabel": xlabel, "ylabel": ylabel}])
+
+
+def plot_cosine_heatmaps(panels: Sequence[Mapping[str, Any]]) -> Figure:
+    """Several cosine panels in a row; each panel is the keyword arguments of :func:`draw_cosine`."""
     with style():
-        fig, ax = plt.subplots(figsize=(4.2, 3.6))
-        im = ax.imshow(C, cmap="RdBu_r", vmin=-1.0, vmax=1.0, interpolation="nearest")
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-        if boxes is not None:
-            for i, j in np.argwhere(np.asarray(boxes)):
-                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", lw=1.5))
-        if tick_labels is not None:
-            ax.set_xticks(range(C.shape[1]), [str(t) for t in tick_labels], rotation=90)
-            ax.set_yticks(range(C.shape[0]), [str(t) for t in tick_labels])
-        ax.grid(False)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        if title:
-            ax.set_title(title)
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+        for ax, p in zip(axes[0], panels):
+            draw_cosine(ax, **p)
         fig.tight_layout()
     return fig
+
+
+def draw_embedding_pca(ax: Axes, coords: np.ndarray, labels: Sequence[int | str],
+                       explained: Sequence[float] | None = None, color_values: Sequence[float] | None = None,
+                       title: str = "", annotate: bool = True, colorbar: bool = True) -> None:
+    """One annotated 2-D scatter, coloured by ``color_values`` (default: the label order)."""
+    coords = np.asarray(coords)
+    c = np.arange(len(coords)) if color_values is None else np.asarray(color_values)
+    sc = ax.scatter(coords[:, 0], coords[:, 1], c=c, cmap="viridis", s=14)
+    if colorbar:
+        ax.figure.colorbar(sc, ax=ax, fraction=0.046, pad=0.04)
+    if annotate:
+        for (x, y), lab in zip(coords, labels):
+            ax.annotate(str(lab), (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
+    if explained is not None:
+        ax.set_xlabel(f"PC1 ({100 * explained[0]:.1f}%)")
+        ax.set_ylabel(f"PC2 ({100 * explained[1]:.1f}%)")
+    if title:
+        ax.set_title(title, fontsize=9)
 
 
 def plot_embedding_pca(coords: np.ndarray, labels: Sequence[int | str], explained: Sequence[float] | None = None,
                        color_values: Sequence[float] | None = None, title: str = "") -> Figure:
     """Fig. 5c,d (PCA in place of t-SNE): 2-D points annotated with ``labels`` (token values), coloured by
     ``color_values`` (default: the label order)."""
-    coords = np.asarray(coords)
-    c = np.arange(len(coords)) if color_values is None else np.asarray(color_values)
     with style():
         fig, ax = plt.subplots(figsize=(4.2, 3.8))
-        sc = ax.scatter(coords[:, 0], coords[:, 1], c=c, cmap="viridis", s=14)
-        fig.colorbar(sc, ax=ax, fraction=0.046, pad=0.04)
-        for (x, y), lab in zip(coords, labels):
-            ax.annotate(str(lab), (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
+        draw_embedding_pca(ax, coords, labels, explained, color_values, title)
+        fig.tight_layout()
+    return fig
+
+
+def plot_condensation_rows(rows: Sequence[Mapping[str, Any]]) -> Figure:
+    """Fig. 5: one row per model, W_Q cosine (reordered) on the left and embedding PCA on the right.
+
+    Each row: ``{"C", "cos_title", "coords", "labels", "explained", "pca_title"}`` and optionally
+    ``"color_values"`` (e.g. the token values)."""
+    with style():
+        fig, axes = plt.subplots(len(rows), 2, figsize=(8.6, 3.8 * len(rows)), squeeze=False)
+        for (ax_c, ax_p), r in zip(axes, rows):
+            draw_cosine(ax_c, r["C"], title=r["cos_title"], xlabel="neuron (reordered)", ylabel="neuron")
+            draw_embedding_pca(ax_p, r["coords"], r["labels"], r["explained"], title=r["pca_title"],
+                               color_values=r.get("color_values"))
+        fig.tight_layout()
+    return fig
+
+
+def plot_panel_grid(xs: Sequence[Any], ys: Sequence[Any], cells: Mapping[tuple[int, int], Mapping[str, Any]],
+                    kind: str, xlabel: str, ylabel: str, y_top_first: bool = False, title: str = "") -> Figure:
+    """Fig. 10/11/15/16: a grid of small panels, column = ``xs[j]``, row = ``ys[i]``; ``cells[(i, j)]``
+    holds :func:`draw_cosine` (``kind="cosine"``) or :func:`draw_embedding_pca` (``kind="pca"``) arguments.
+    Rows run bottom→top (``ys[0]`` at the bottom, as P1 Fig. 10) unless ``y_top_first`` (Fig. 16)."""
+    if kind not in ("cosine", "pca"):
+        raise ValueError(f"kind must be 'cosine' or 'pca', got {kind!r}")
+    nr, nc = len(ys), len(xs)
+    with style():
+        fig, axes = plt.subplots(nr, nc, figsize=(2.3 * nc + 0.8, 2.2 * nr + 0.8), squeeze=False)
+        for i in range(nr):
+            row = i if y_top_first else nr - 1 - i
+            for j in range(nc):
+                ax = axes[row][j]
+                cell = cells.get((i, j))
+                if cell is None:
+                    ax.set_axis_off()
+                    ax.text(0.5, 0.5, "no run", ha="center", va="center", transform=ax.transAxes)
+                    continue
+                if kind == "cosine":
+                    draw_cosine(ax, colorbar=False, **cell)
+                else:
+                    ax.set_xticks([])
+                    ax.set_yticks([])
+                    draw_embedding_pca(ax, annotate=False, colorbar=False, **cell)
+                if row == nr - 1:
+                    ax.set_xlabel(f"{xlabel} = {xs[j]:g}" if isinstance(xs[j], float) else f"{xlabel} = {xs[j]}",
+                                  fontsize=8)
+                if j == 0:
+                    ax.set_ylabel(f"{ylabel} = {ys[i]}", fontsize=8)
+        if title:
+            fig.suptitle(title)
+        fig.tight_layout()
+    return fig
+
+
+def plot_pair_scatter(coords: np.ndarray, pairs: Sequence[tuple[int, int]], explained: Sequence[float] | None = None,
+                      title: str = "") -> Figure:
+    """Fig. 3b: 2-D points coloured by anchor pair; (a,b) and (b,a) share a colour, (a,b) with a < b
+    filled and (b,a) hollow, so overlapping clusters show the symmetric solution."""
+    coords = np.asarray(coords)
+    unordered = sorted({tuple(sorted(p)) for p in pairs})
+    pairs_arr = np.asarray(pairs)
+    with style():
+        fig, ax = plt.subplots(figsize=(5.0, 4.0))
+        for c, (a, b) in enumerate(unordered):
+            color = plt.get_cmap("tab10")(c % 10)
+            for first, fill in ((a, True), (b, False)):
+                second = b if first == a else a
+                if first == second and not fill:
+                    continue
+                m = (pairs_arr[:, 0] == first) & (pairs_arr[:, 1] == second)
+                if m.any():
+                    ax.scatter(coords[m, 0], coords[m, 1], s=12, label=f"({first},{second})",
+                               facecolors=color if fill else "none", edgecolors=color, lw=0.8)
         if explained is not None:
             ax.set_xlabel(f"PC1 ({100 * explained[0]:.1f}%)")
             ax.set_ylabel(f"PC2 ({100 * explained[1]:.1f}%)")
+        ax.legend(fontsize=6, ncol=2, loc="center left", bbox_to_anchor=(1.0, 0.5))
         if title:
-            ax.set_title(title)
+            ax.set_title(title, fontsize=9)
         fig.tight_layout()
     return fig
 
 
 def plot_spectra(spectra: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]],
                  labels: Sequence[str] | None = None, normalize: bool = False, ncols: int = 4,
-                 title: str = "") -> Figure:
+                 title: str = "", notes: Mapping[str, str] | None = None) -> Figure:
     """Fig. 12a/13. One log-y panel per matrix name; each mapping {name: descending values} (one per model,
-    e.g. γ 0.5 and γ 0.8) is one line. ``normalize`` divides each spectrum by its maximum."""
+    e.g. γ 0.5 and γ 0.8) is one line. ``normalize`` divides each spectrum by its maximum; ``notes``
+    {name: text} is written in the panel's corner (e.g. the stable ranks)."""
     models = [spectra] if isinstance(spectra, Mapping) else list(spectra)
     names = list(dict.fromkeys(n for m in models for n in m))
     nrows = -(-len(names) // ncols)
@@ -108,11 +250,42 @@ def plot_spectra(spectra: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.nd
                     ax.semilogy(np.arange(1, len(s) + 1), np.maximum(s, 1e-30), marker=".", ms=3, lw=1,
                                 label=labels[i] if labels else None, color=f"C{i}")
             ax.set_title(name, fontsize=8)
+            ax.yaxis.set_minor_locator(NullLocator())  # log minor ticks dominate the drawing time
+            ax.yaxis.set_major_locator(LogLocator(numticks=5))
+            if notes and name in notes:
+                ax.text(0.97, 0.95, notes[name], transform=ax.transAxes, ha="right", va="top", fontsize=6)
         for ax in axes.ravel()[len(names):]:
             ax.set_visible(False)
         if labels:
             axes[0][0].legend(fontsize=7)
         if title:
-            fig.suptitle(title)
+            fig.suptitle(title, fontsize=9)
+        fig.tight_layout()
+    return fig
+
+
+def plot_covariance_eigs(spectra: Sequence[tuple[str, np.ndarray]],
+                         evolutions: Sequence[tuple[str, np.ndarray, np.ndarray]]) -> Figure:
+    """Fig. 12: (a) sorted eigenvalues (log-y) of the embedding covariance, one line per model;
+    (b...) per model, the leading eigenvalues over training: (label, steps [T], eigs [T, k])."""
+    n = 1 + len(evolutions)
+    with style():
+        fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.0), squeeze=False)
+        ax = axes[0][0]
+        for i, (label, e) in enumerate(spectra):
+            e = np.asarray(e, dtype=np.float64)
+            ax.semilogy(np.arange(1, len(e) + 1), np.maximum(e, 1e-30), marker=".", ms=3, lw=1, label=label,
+                        color=f"C{i}")
+        ax.set_xlabel("index")
+        ax.set_ylabel("eigenvalue")
+        ax.set_title("(a) embedding covariance eigenvalues", fontsize=9)
+        ax.legend(fontsize=7)
+        for ax, (label, steps, eigs) in zip(axes[0][1:], evolutions):
+            eigs = np.asarray(eigs, dtype=np.float64)
+            for k in range(eigs.shape[1]):
+                ax.plot(steps, eigs[:, k], marker=".", ms=3, lw=1, label=f"λ{k + 1}")
+            ax.set_xlabel("step")
+            ax.set_title(f"(b) over training: {label}", fontsize=9)
+            ax.legend(fontsize=7)
         fig.tight_layout()
     return fig

@@ -1,0 +1,407 @@
+"""P1 mechanism figures (SPEC §I.7 E3-E10, inventory §I.9: Fig. 3-5, 10-13, 15, 16) from run and sweep dirs.
+
+Every recipe loads kept checkpoints (never trains), computes with :mod:`anchorlab.analysis`, draws with
+:mod:`anchorlab.plotting.mechanisms`, and writes ``<out>/<name>.png`` plus the data as ``<out>/<name>.csv``.
+Every 2-D embedding is a PCA by default (``method="pca"``); ``method="tsne"`` uses scikit-learn's t-SNE (the
+optional ``tsne`` extra), as the paper. Titles say which.
+:func:`why_not` tells whether a figure applies to a run (the report skips those that do not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from anchorlab import rundir
+from anchorlab.analysis import load_model
+from anchorlab.analysis.attention import (
+    DEFAULT_KEY_POS,
+    DEFAULT_TEMPLATE,
+    default_probe_input,
+    flow_edges,
+    mechanism_edges,
+    mechanism_scores,
+    probe_information_flow,
+)
+from anchorlab.analysis.condensation import greedy_groups, neuron_cosine, reorder, wq_neurons
+from anchorlab.analysis.embeddings import (
+    METHODS_2D,
+    attention_output_vectors,
+    cosine_matrix,
+    embed_2d,
+    embedding_rows,
+    equal_target_mask,
+    fused_vectors,
+    item_tokens,
+    single_anchor_layout,
+    single_anchor_vectors,
+)
+from anchorlab.analysis.spectra import embedding_covariance_eigs, linear_layer_spectra, stable_rank
+from anchorlab.config import ConfigError, RunConfig
+from anchorlab.figures import figure
+from anchorlab.plotting.mechanisms import (
+    plot_condensation_rows,
+    plot_cosine_heatmaps,
+    plot_covariance_eigs,
+    plot_information_flows,
+    plot_pair_scatter,
+    plot_panel_grid,
+    plot_spectra,
+)
+from anchorlab.plotting.style import plt
+from anchorlab.sweep import MANIFEST, write_csv
+
+# E5 (Fig. 4a,b): lower triangle (3,3) vs (2,2), upper triangle (1,2) vs (1,3), keys 30-40.
+E5_KEYS = tuple(range(30, 41))
+E5_LOWER, E5_UPPER = ((3, 3), (2, 2)), ((1, 2), (1, 3))
+E6_TARGETS = tuple(range(30, 36))  # 6 targets x 4 anchors: 24 inputs, 4x4 blocks of equal g
+LR_AXES = ("train.lr_multiplier", "train.lr")
+
+
+# ------------------------------------------------------------------------------------------------
+# Applicability (which run a figure can be drawn for) and shared helpers
+
+
+def _needs_gpt(cfg: RunConfig) -> str | None:
+    return None if cfg.model.name == "gpt" else f"needs the Transformer (model.name 'gpt'), not {cfg.model.name!r}"
+
+
+def _needs_composite_probe(cfg: RunConfig, min_layers: int = 1) -> str | None:
+    reason = _needs_gpt(cfg)
+    if reason:
+        return reason
+    if cfg.task.name != "composite":
+        return f"needs the composite task (P1), not {cfg.task.name!r}"
+    if cfg.task.seq_len != len(DEFAULT_TEMPLATE):
+        return f"the probe template has {len(DEFAULT_TEMPLATE)} positions; task.seq_len is {cfg.task.seq_len}"
+    if cfg.model.n_layers < min_layers:
+        return f"needs at least {min_layers} layers; model.n_layers is {cfg.model.n_layers}"
+    return None
+
+
+def _fig4_why_not(cfg: RunConfig) -> str | None:
+    reason = _needs_composite_probe(cfg, 2)
+    if reason:
+        return reason
+    t = cfg.task
+    if not {1, 2, 3} <= set(t.anchors):
+        return "needs anchors 1, 2 and 3 (the pairs of P1 Fig. 4)"
+    try:
+        single_anchor_layout(t, E6_TARGETS)
+    except ValueError as e:
+        return str(e)
+    return None if t.key_min <= E5_KEYS[0] and E5_KEYS[-1] <= t.key_max else "keys 30-40 are outside the key range"
+
+
+RUN_FIGURES: dict[str, Callable[[RunConfig], str | None]] = {
+    "p1-fig3": _needs_composite_probe,
+    "p1-fig3b": _needs_composite_probe,
+    "p1-fig4": _fig4_why_not,
+    "p1-fig5": _needs_gpt,
+    "p1-fig12": lambda cfg: None,
+    "p1-fig13": lambda cfg: None,
+}
+
+
+def why_not(name: str, cfg: RunConfig) -> str | None:
+    """None if run-level figure ``name`` can be drawn for a run of ``cfg``, else the reason it cannot."""
+    return RUN_FIGURES[name](cfg)
+
+
+def _save(fig: Any, rows: list[dict[str, Any]], out: Path, name: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out / f"{name}.png")
+    plt.close(fig)
+    write_csv(rows, out / f"{name}.csv")
+    return out / f"{name}.png"
+
+
+def _method(method: str) -> str:
+    """The title word of a 2-D method; a clear error for another value."""
+    if method not in METHODS_2D:
+        raise ConfigError(f"method: {method!r} is not one of {', '.join(METHODS_2D)}")
+    return "PCA" if method == "pca" else "t-SNE"
+
+
+def _label(cfg: RunConfig) -> str:
+    return f"γ {cfg.init.gamma:g}, {cfg.model.n_layers}L, seed {cfg.seeds.init_seed}"
+
+
+Step = int | Sequence[int] | None  # ``--step`` may be given several times
+
+
+def _one(step: Step) -> int | None:
+    """Single-checkpoint figures take the last ``--step`` given (default: the last kept checkpoint)."""
+    return step[-1] if isinstance(step, Sequence) else step
+
+
+def _load_runs(name: str, run_dirs: Sequence[Path] | Path, step: Step = None) -> list[tuple[Path, Any, RunConfig]]:
+    """(run dir, model at ``step`` (default the last kept), config) per run; a clear error where the figure
+    does not apply or the step was not kept."""
+    run_dirs = [run_dirs] if isinstance(run_dirs, (str, Path)) else list(run_dirs)
+    out = []
+    for d in run_dirs:
+        if not (Path(d) / rundir.CONFIG).is_file():
+            raise ConfigError(f"figure {name}: {d} is not a run directory (no {rundir.CONFIG})")
+        kept = rundir.checkpoint_steps(Path(d)) if (Path(d) / rundir.CKPT_DIR).is_dir() else []
+        if _one(step) is not None and _one(step) not in kept:
+            raise ConfigError(f"step: {d} has no checkpoint at step {_one(step)}; kept steps: {kept}")
+        model, cfg = load_model(d, _one(step))
+        reason = why_not(name, cfg)
+        if reason:
+            raise ConfigError(f"figure {name}: not applicable to run {d}: {reason}")
+        out.append((Path(d), model, cfg))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Run-level figures
+
+
+@figure("p1-fig3", "runs", "P1 Fig. 3a/c: information flow of one (4,3) input with key 99, one panel per run")
+def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight: float = 0.05,
+             step: Step = None) -> Path:
+    """E3: head-averaged attention as position × layer flows; dotted references show the symmetric
+    (orange) and inferential (blue) mechanisms, and the titles their :func:`mechanism_scores`."""
+    flows, tokens, titles, highlights, rows = [], [], [], [], []
+    for d, model, cfg in _load_runs("p1-fig3", run_dirs, step):
+        x = default_probe_input(cfg.task, key, cfg.task.probe_pair)
+        flow = probe_information_flow(model, x)
+        P = flow.shape[1]
+        title = _label(cfg)
+        if flow.shape[0] >= 2:
+            scores = mechanism_scores(flow, DEFAULT_KEY_POS)
+            title += f"\nsymmetric {scores['symmetric']:.2f} · inferential {scores['inferential']:.2f}"
+            highlights.append(mechanism_edges(DEFAULT_KEY_POS, -1, P))
+            rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "score", "mechanism": m, "weight": v}
+                     for m, v in scores.items()]
+        else:
+            highlights.append({})
+        flows.append(flow)
+        tokens.append(x[0].tolist())
+        titles.append(title)
+        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "edge", "layer": l_, "query": k, "key": j,
+                  "weight": w} for l_, k, j, w in flow_edges(flow)]
+    fig = plot_information_flows(flows, tokens, titles, highlights, min_weight=min_weight)
+    return _save(fig, rows, Path(out), "p1-fig3")
+
+
+@figure("p1-fig3b", "run", "P1 Fig. 3b: PCA or t-SNE of the first attention block's output, coloured by pair")
+def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5, method: str = "pca",
+             step: Step = None) -> Path:
+    """E4: last-token X^{ao(1)} of ``n_per_pair`` random keys per ordered anchor pair, in 2-D by ``method``."""
+    word = _method(method)
+    [(d, model, cfg)] = _load_runs("p1-fig3b", run_dir, step)
+    X, pairs = attention_output_vectors(model, cfg.task, n_per_pair, seed)
+    coords, ratio = embed_2d(X, method, seed)
+    fig = plot_pair_scatter(coords, [tuple(p) for p in pairs.tolist()], ratio,
+                            f"X^ao(1), last token, {word}: {_label(cfg)}")
+    rows = [{"a1": int(a), "a2": int(b), "method": method, "dim1": float(c[0]), "dim2": float(c[1])}
+            for (a, b), c in zip(pairs, coords)]
+    return _save(fig, rows, Path(out), "p1-fig3b")
+
+
+@figure("p1-fig4", "run", "P1 Fig. 4: fused-vector cosines with equal-target boxes (E5) and the single-anchor map (E6)")
+def p1_fig4(run_dir: Path, out: str | Path, step: Step = None) -> Path:
+    """E5: lower triangle cos(v(x1;3,3), v(x2;2,2)), upper triangle cos(v(x1;1,2), v(x2;1,3)), keys 30-40,
+    red boxes where the targets are equal. E6: cos of u(x; a) at the first anchor, 4×4 blocks of equal g."""
+    [(d, model, cfg)] = _load_runs("p1-fig4", run_dir, step)
+    t = cfg.task
+    keys = list(E5_KEYS)
+    v = {p: fused_vectors(model, t, keys, p) for p in (*E5_LOWER, *E5_UPPER)}
+    lower = cosine_matrix(v[E5_LOWER[0]], v[E5_LOWER[1]])
+    upper = cosine_matrix(v[E5_UPPER[0]], v[E5_UPPER[1]])
+    tri = np.tril(np.ones_like(lower, dtype=bool))
+    C5 = np.where(tri, lower, upper)
+    boxes5 = np.where(tri, equal_target_mask(keys, E5_LOWER[0], keys, E5_LOWER[1], t),
+                      equal_target_mask(keys, E5_UPPER[0], keys, E5_UPPER[1], t))
+    k6, a6 = single_anchor_layout(t, E6_TARGETS)
+    C6 = cosine_matrix(single_anchor_vectors(model, t, k6, a6))
+    shift = dict(zip(t.anchors, t.shifts))
+    g6 = np.asarray([k + shift[a] for k, a in zip(k6, a6)])  # single-anchor targets g(x; a)
+    boxes6 = g6[:, None] == g6[None, :]
+    labels6 = [f"{k}|{a}" for k, a in zip(k6, a6)]
+    fig = plot_cosine_heatmaps([
+        {"C": C5, "boxes": boxes5, "tick_labels": keys, "title": f"E5 fused v(x;a1,a2): {_label(cfg)}\n"
+         "lower (3,3) vs (2,2) · upper (1,2) vs (1,3)", "xlabel": "x2", "ylabel": "x1"},
+        {"C": C6, "boxes": boxes6, "tick_labels": labels6, "title": "E6 single-anchor u(x;a) (key|anchor)",
+         "xlabel": "input", "ylabel": "input"}])
+    rows = [{"panel": "E5", "row": keys[i], "col": keys[j], "cosine": C5[i, j], "equal_target": bool(boxes5[i, j]),
+             "pairs": f"{E5_LOWER[0]}v{E5_LOWER[1]}" if tri[i, j] else f"{E5_UPPER[0]}v{E5_UPPER[1]}"}
+            for i in range(len(keys)) for j in range(len(keys))]
+    rows += [{"panel": "E6", "row": labels6[i], "col": labels6[j], "cosine": C6[i, j],
+              "equal_target": bool(boxes6[i, j])} for i in range(len(k6)) for j in range(len(k6))]
+    return _save(fig, rows, Path(out), "p1-fig4")
+
+
+def _condensation(model: Any, cfg: RunConfig, threshold: float, method: str = "pca", layer: int = 0) -> dict[str, Any]:
+    C = neuron_cosine(wq_neurons(model, layer))
+    groups = greedy_groups(C, threshold)
+    Cr, perm = reorder(C, groups)
+    tokens = item_tokens(cfg.task)
+    coords, ratio = embed_2d(embedding_rows(model, tokens), method)
+    return {"C": Cr, "perm": perm, "groups": groups, "coords": coords, "explained": ratio, "tokens": tokens}
+
+
+@figure("p1-fig5", "runs", "P1 Fig. 5: W_Q(1) neuron cosines (greedy-reordered) and item-embedding PCA/t-SNE per run")
+def p1_fig5(run_dirs: Sequence[Path], out: str | Path, threshold: float = 0.7, method: str = "pca",
+            step: Step = None) -> Path:
+    """E7 + E8: per run, the reordered W_Q⁰ cosine matrix (number of groups at ``threshold`` in the title)
+    and the 2-D ``method`` map of the item-token embedding rows annotated with token values."""
+    word = _method(method)
+    panels, rows = [], []
+    for d, model, cfg in _load_runs("p1-fig5", run_dirs, step):
+        c = _condensation(model, cfg, threshold, method)
+        panels.append({"C": c["C"], "cos_title": f"W_Q⁰ cosine: {_label(cfg)}\n{len(c['groups'])} groups "
+                       f"(threshold {threshold:g})", "coords": c["coords"], "labels": c["tokens"],
+                       "explained": c["explained"], "color_values": c["tokens"],
+                       "pca_title": f"W_E item rows, {word}: {_label(cfg)}"})
+        gid = {i: g for g, members in enumerate(c["groups"]) for i in members}
+        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "wq_neuron", "neuron": int(i),
+                  "group": gid[int(i)], "order": o} for o, i in enumerate(c["perm"])]
+        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "embedding", "method": method, "token": tok,
+                  "dim1": xy[0], "dim2": xy[1]} for tok, xy in zip(c["tokens"], c["coords"])]
+    return _save(plot_condensation_rows(panels), rows, Path(out), "p1-fig5")
+
+
+@figure("p1-fig12", "runs", "P1 Fig. 12: embedding covariance eigenvalues, and the leading ones over kept checkpoints")
+def p1_fig12(run_dirs: Sequence[Path], out: str | Path, top_k: int = 4, step: Step = None) -> Path:
+    """E9: (a) eigenvalues of the covariance of the item-token W_E rows at the last checkpoint, per run;
+    (b) per run, the ``top_k`` leading eigenvalues at every kept checkpoint, or at the given ``step`` list
+    (P1 shows the small-init run). (a) is the last of those steps."""
+    spectra, evolutions, rows = [], [], []
+    for d, _, cfg in _load_runs("p1-fig12", run_dirs):
+        tokens = item_tokens(cfg.task)
+        kept = rundir.checkpoint_steps(d)
+        steps = kept if step is None else sorted({step} if isinstance(step, int) else set(step))
+        if not set(steps) <= set(kept):
+            raise ConfigError(f"step: {d} kept steps {kept}, not {sorted(set(steps) - set(kept))}")
+        eigs = np.stack([embedding_covariance_eigs(embedding_rows(load_model(d, s)[0], tokens)) for s in steps])
+        spectra.append((_label(cfg), eigs[-1]))
+        evolutions.append((_label(cfg), np.asarray(steps), eigs[:, :top_k]))
+        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "step": s, "index": i + 1, "eigenvalue": float(e)}
+                 for s, es in zip(steps, eigs) for i, e in enumerate(es)]
+    return _save(plot_covariance_eigs(spectra, evolutions), rows, Path(out), "p1-fig12")
+
+
+@figure("p1-fig13", "runs", "P1 Fig. 13: singular values of every weight matrix with stable ranks, a line per run")
+def p1_fig13(run_dirs: Sequence[Path], out: str | Path, step: Step = None) -> Path:
+    """E10: per weight matrix a log-y panel of singular values, one line per run, the stable ranks
+    Σ(s_i/s_max)² in the corner. P1's caption swaps the colours' γ labels: γ 0.8 is the *small* init."""
+    specs, labels, rows = [], [], []
+    for d, model, cfg in _load_runs("p1-fig13", run_dirs, step):
+        s = linear_layer_spectra(model)
+        specs.append(s)
+        labels.append(_label(cfg))
+        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "matrix": n, "index": i + 1, "singular_value": float(x),
+                  "stable_rank": stable_rank(v)} for n, v in s.items() for i, x in enumerate(v)]
+    names = list(dict.fromkeys(n for s in specs for n in s))
+    notes = {n: "sr " + " / ".join(f"{stable_rank(s[n]):.3g}" for s in specs if n in s) for n in names}
+    fig = plot_spectra(specs, labels, notes=notes,
+                       title="singular values (sr = stable rank Σ(s/s_max)²); larger γ = smaller init "
+                             "(P1's Fig. 13 caption swaps the γ labels)")
+    return _save(fig, rows, Path(out), "p1-fig13")
+
+
+# ------------------------------------------------------------------------------------------------
+# Sweep grids (Fig. 10/11: γ × depth; Fig. 15/16: weight decay × learning rate)
+
+
+def sweep_cells(sweep_dir: str | Path, x: str, y: str) -> tuple[list[Any], list[Any], dict[tuple[int, int], Path]]:
+    """(xs, ys, {(i, j): run dir}) over the manifest's axes ``x`` and ``y``: per cell the first run in
+    manifest order with a kept checkpoint (other axes, e.g. seeds, pick that first run). Cells without
+    such a run are missing from the dict."""
+    sweep_dir = Path(sweep_dir)
+    if not (sweep_dir / MANIFEST).is_file():
+        raise ConfigError(f"sweep_dir: {sweep_dir} has no {MANIFEST}")
+    manifest = rundir.read_json(sweep_dir / MANIFEST)
+    for axis in (x, y):
+        if axis not in manifest["axes"]:
+            raise ConfigError(f"axis {axis!r}: not an axis of {sweep_dir} (axes: {', '.join(manifest['axes'])})")
+    xs, ys = sorted(manifest["axes"][x]), sorted(manifest["axes"][y])
+    cells: dict[tuple[int, int], Path] = {}
+    for run_id, point in manifest["runs"].items():
+        d = sweep_dir / run_id
+        key = (ys.index(point[y]), xs.index(point[x]))
+        if key not in cells and (d / rundir.CKPT_DIR).is_dir() and rundir.checkpoint_steps(d):
+            cells[key] = d
+    return xs, ys, cells
+
+
+def lr_axis(sweep_dir: str | Path) -> str:
+    """The learning-rate axis of a sweep: ``train.lr_multiplier`` (P1 App. E's m) or ``train.lr``."""
+    axes = rundir.read_json(Path(sweep_dir) / MANIFEST)["axes"]
+    return next((a for a in LR_AXES if a in axes), LR_AXES[0])
+
+
+def _grid(name: str, sweep_dir: Path, out: Path, kind: str, x: str, y: str, y_top_first: bool,
+          threshold: float, method: str = "pca") -> Path:
+    word = _method(method)
+    xs, ys, cells = sweep_cells(sweep_dir, x, y)
+    panels, rows = {}, []
+    for (i, j), d in cells.items():
+        model, cfg = load_model(d)
+        if kind == "cosine":
+            reason = _needs_gpt(cfg)
+            if reason:
+                raise ConfigError(f"figure {name}: {reason}")
+            c = _condensation(model, cfg, threshold)
+            panels[(i, j)] = {"C": c["C"], "title": f"{len(c['groups'])} groups"}
+            rows.append({x: xs[j], y: ys[i], "run_id": d.name, "n_groups": len(c["groups"]),
+                         "largest_group_frac": max(len(g) for g in c["groups"]) / len(c["C"])})
+        else:
+            coords, ratio = embed_2d(embedding_rows(model, item_tokens(cfg.task)), method)
+            panels[(i, j)] = {"coords": coords, "labels": item_tokens(cfg.task), "explained": ratio,
+                              "color_values": item_tokens(cfg.task)}
+            rows += [{x: xs[j], y: ys[i], "run_id": d.name, "method": method, "token": tok, "dim1": c[0],
+                      "dim2": c[1]} for tok, c in zip(item_tokens(cfg.task), coords)]
+    what = f"W_Q⁰ neuron cosine, greedy-reordered (threshold {threshold:g})" if kind == "cosine" else \
+        f"item-token embeddings, {word} (colour = token value)"
+    fig = plot_panel_grid(xs, ys, panels, kind, x.split(".")[-1], y.split(".")[-1], y_top_first, what)
+    return _save(fig, rows, out, name)
+
+
+@figure("p1-fig10", "sweep", "P1 Fig. 10: grid of W_Q(1) cosine matrices over γ (x) × depth (y)")
+def p1_fig10(sweep_dir: Path, out: str | Path, threshold: float = 0.7) -> Path:
+    return _grid("p1-fig10", sweep_dir, Path(out), "cosine", "init.gamma", "model.n_layers", False, threshold)
+
+
+@figure("p1-fig11", "sweep", "P1 Fig. 11: grid of item-embedding PCA/t-SNE over γ (x) × depth (y)")
+def p1_fig11(sweep_dir: Path, out: str | Path, method: str = "pca") -> Path:
+    return _grid("p1-fig11", sweep_dir, Path(out), "pca", "init.gamma", "model.n_layers", False, 0.7, method)
+
+
+@figure("p1-fig15", "sweep", "P1 Fig. 15: grid of W_Q(1) cosine matrices over weight decay (x) × learning rate (y)")
+def p1_fig15(sweep_dir: Path, out: str | Path, threshold: float = 0.7) -> Path:
+    return _grid("p1-fig15", sweep_dir, Path(out), "cosine", "train.weight_decay", lr_axis(sweep_dir), True,
+                 threshold)
+
+
+@figure("p1-fig16", "sweep", "P1 Fig. 16: grid of item-embedding PCA/t-SNE over weight decay (x) × learning rate (y)")
+def p1_fig16(sweep_dir: Path, out: str | Path, method: str = "pca") -> Path:
+    return _grid("p1-fig16", sweep_dir, Path(out), "pca", "train.weight_decay", lr_axis(sweep_dir), True, 0.7,
+                 method)
+
+
+SWEEP_FIGURES: dict[str, tuple[str, Callable[[Path], str], bool]] = {
+    # name: (x axis, y axis (a function of the sweep dir), needs the Transformer)
+    "p1-fig10": ("init.gamma", lambda d: "model.n_layers", True),
+    "p1-fig11": ("init.gamma", lambda d: "model.n_layers", False),
+    "p1-fig15": ("train.weight_decay", lr_axis, True),
+    "p1-fig16": ("train.weight_decay", lr_axis, False),
+}
+
+
+def sweep_why_not(name: str, sweep_dir: str | Path, model_name: str) -> str | None:
+    """None if sweep grid figure ``name`` applies to ``sweep_dir`` (its axes and model), else the reason."""
+    x, y_of, needs_gpt = SWEEP_FIGURES[name]
+    axes = rundir.read_json(Path(sweep_dir) / MANIFEST)["axes"]
+    missing = [a for a in (x, y_of(sweep_dir)) if a not in axes]
+    if missing:
+        return f"the sweep has no {' / '.join(missing)} axis"
+    if needs_gpt and model_name != "gpt":
+        return f"needs the Transformer, not {model_name!r}"
+    return None

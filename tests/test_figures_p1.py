@@ -1,0 +1,288 @@
+"""P1 mechanism figures: each recipe writes its PNG and CSV from tiny runs; the new analyses have known answers."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from anchorlab.analysis import load_model
+from anchorlab.analysis.attention import mechanism_edges, mechanism_scores
+from anchorlab.analysis.embeddings import attention_output_vectors, item_tokens, single_anchor_layout
+from anchorlab.analysis.summary import mechanism_scalars
+from anchorlab.config import CompositeTaskConfig, ConfigError, load_config
+from anchorlab.figures import draw, names
+from anchorlab.figures.p1 import RUN_FIGURES, sweep_cells, sweep_why_not, why_not
+from anchorlab.sweep import load_sweep, plan
+from anchorlab.train import build_initialized_model, train
+from tests.conftest import tiny_config
+
+TASK = CompositeTaskConfig()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two tiny 2-layer composite runs (γ 0.5 and 1.0), 4 kept checkpoints each."""
+    root = tmp_path_factory.mktemp("p1runs")
+    out = []
+    for g in (0.5, 1.0):
+        cfg = tiny_config(**{"init.gamma": g, "train.epochs": 3})
+        train(cfg, root / f"g{g}", show_progress=False)
+        out.append(root / f"g{g}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def grid_sweep(tmp_path_factory):
+    """A 2 (γ) × 2 (depth) sweep of 1-epoch runs, plus one missing run to leave a hole."""
+    root = tmp_path_factory.mktemp("p1sweep")
+    (root / "base.toml").write_text("[task]\ndata_size = 1600\n[model]\nd_model = 16\nd_head = 8\nd_mlp = 16\n"
+                                    "[train]\nbatch_size = 128\nepochs = 1\nwarmup_epochs = 1\ncosine_epochs = 1\n"
+                                    "threads = 1\n")
+    (root / "s.toml").write_text('name = "g"\nbase = "base.toml"\n[axes]\n"init.gamma" = [0.5, 1.0]\n'
+                                 '"model.n_layers" = [1, 2]\n')
+    rows = plan(load_sweep(root / "s.toml"), root / "sw")
+    for point, cfg, d in rows:
+        if point != {"init.gamma": 1.0, "model.n_layers": 2}:
+            train(cfg, d, show_progress=False)
+    return root / "sw"
+
+
+def read_csv(path):
+    return list(csv.DictReader(open(path)))
+
+
+# ---- known answers of the new analyses ----------------------------------------------------------
+
+
+def test_mechanism_scores_on_hand_built_flows():
+    P, key, a1, a2, last = 9, 2, 3, 4, 8
+    sym = np.zeros((2, P, P))
+    inf = np.zeros((2, P, P))
+    for f in (sym, inf):
+        for k in range(P):
+            f[:, k, k] = 1.0  # every position attends to itself ...
+    sym[0, last] = 0
+    sym[0, last, [a1, a2]] = 0.5  # ... except the symmetric mechanism's queries
+    sym[1, last] = 0
+    sym[1, last, key] = 1.0
+    inf[0, a1], inf[0, a2] = 0, 0
+    inf[0, a1, key] = inf[0, a2, key] = 1.0
+    inf[1, last] = 0
+    inf[1, last, [a1, a2]] = 0.5
+    assert mechanism_scores(sym) == {"symmetric": 1.0, "inferential": 0.0}
+    assert mechanism_scores(inf) == {"symmetric": 0.0, "inferential": 1.0}
+    uniform = np.tril(np.ones((P, P))) / np.arange(1, P + 1)[:, None]
+    s = mechanism_scores(np.stack([uniform, uniform]))
+    assert s["symmetric"] == pytest.approx((2 / 9 + 1 / 9) / 2)
+    assert s["inferential"] == pytest.approx((0.5 * (1 / 4 + 1 / 5) + 2 / 9) / 2)
+    e = mechanism_edges(2, -1, 9)
+    assert e["symmetric"] == [(0, 8, 3), (0, 8, 4), (1, 8, 2)]
+    with pytest.raises(ValueError, match="2 layers"):
+        mechanism_scores(sym[:1])
+
+
+def test_single_anchor_layout_shares_targets():
+    keys, anchors = single_anchor_layout(TASK, [30, 31])
+    assert anchors == [1, 2, 3, 4, 1, 2, 3, 4]
+    assert keys == [25, 29, 32, 38, 26, 30, 33, 39]  # i - shift: shifts 5, 1, -2, -8
+    shift = dict(zip(TASK.anchors, TASK.shifts))
+    assert [k + shift[a] for k, a in zip(keys, anchors)] == [30] * 4 + [31] * 4
+    with pytest.raises(ValueError, match="outside"):
+        single_anchor_layout(TASK, [97])
+
+
+def test_single_anchor_vectors_are_the_value_rows_of_each_input():
+    from anchorlab.analysis.embeddings import anchor_value_vectors, single_anchor_vectors
+
+    model = build_initialized_model(tiny_config(), TASK.vocab_size).eval()
+    keys, anchors = single_anchor_layout(TASK, [40, 41])
+    U = single_anchor_vectors(model, TASK, keys, anchors)
+    assert U.shape == (8, 8)
+    for i, (k, a) in enumerate(zip(keys, anchors)):
+        np.testing.assert_allclose(U[i], anchor_value_vectors(model, TASK, [k], a)[0], atol=1e-6)
+
+
+def test_attention_output_vectors_cover_every_ordered_pair():
+    model = build_initialized_model(tiny_config(), TASK.vocab_size).eval()
+    X, pairs = attention_output_vectors(model, TASK, n_per_pair=3, seed=0)
+    assert X.shape == (12 * 3, 16) and pairs.shape == (36, 2)
+    assert {tuple(p) for p in pairs.tolist()} == {(a, b) for a in range(1, 5) for b in range(1, 5) if a != b}
+    X2, _ = attention_output_vectors(model, TASK, n_per_pair=3, seed=0)
+    np.testing.assert_array_equal(X, X2)
+
+
+def test_mechanism_scalars_for_the_emb_mlp():
+    cfg = load_config(None, ["task.name='mem_rsn'", "task.seq_len=3", "task.data_size=2000", "model.name='emb_mlp'",
+                             "model.d_model=8", "model.d_mlp=16"])
+    model = build_initialized_model(cfg, cfg.task.vocab_size)
+    s = mechanism_scalars(model, embed_tokens=item_tokens(cfg.task))
+    assert "wq0_n_groups" not in s and set(s) == {"stable_rank/W_E", "stable_rank/W_in", "stable_rank/W_U",
+                                                 "embed_cov_top_share"}
+    assert 0 < s["embed_cov_top_share"] <= 1
+
+
+# ---- figures from runs ----------------------------------------------------------------------------
+
+
+def test_every_p1_figure_is_registered():
+    assert set(RUN_FIGURES) | {"p1-fig10", "p1-fig11", "p1-fig15", "p1-fig16"} <= set(names())
+
+
+def test_fig3_flow_and_scores(runs, tmp_path):
+    png = draw("p1-fig3", runs, tmp_path)
+    assert png.stat().st_size > 10_000
+    rows = read_csv(tmp_path / "p1-fig3.csv")
+    scores = [r for r in rows if r["kind"] == "score"]
+    assert len(scores) == 4 and {r["mechanism"] for r in scores} == {"symmetric", "inferential"}
+    edges = [r for r in rows if r["kind"] == "edge"]
+    # causal softmax: every query's weights over keys sum to 1, in each layer, for each run
+    for run in {r["run_id"] for r in edges}:
+        for layer in ("0", "1"):
+            for q in range(9):
+                w = sum(float(r["weight"]) for r in edges if r["run_id"] == run and r["layer"] == layer
+                        and r["query"] == str(q))
+                assert w == pytest.approx(1.0, abs=1e-6)
+                assert all(int(r["key"]) <= int(r["query"]) for r in edges)
+
+
+def test_fig3b_pair_pca(runs, tmp_path):
+    draw("p1-fig3b", runs[:1], tmp_path, n_per_pair=5)
+    rows = read_csv(tmp_path / "p1-fig3b.csv")
+    assert len(rows) == 12 * 5 and (tmp_path / "p1-fig3b.png").stat().st_size > 10_000
+
+
+def test_fig4_boxes_follow_equal_targets(runs, tmp_path):
+    draw("p1-fig4", runs[:1], tmp_path)
+    rows = read_csv(tmp_path / "p1-fig4.csv")
+    e5 = [r for r in rows if r["panel"] == "E5"]
+    assert len(e5) == 121
+    for r in e5:
+        x1, x2 = int(r["row"]), int(r["col"])
+        lower = x1 >= x2
+        expect = (x1 == x2 + 6) if lower else (x2 == x1 + 3)  # f(x1;3,3)=f(x2;2,2); f(x1;1,2)=f(x2;1,3)
+        assert (r["equal_target"] == "True") == expect
+        assert -1 - 1e-9 <= float(r["cosine"]) <= 1 + 1e-9
+    e6 = [r for r in rows if r["panel"] == "E6"]
+    assert len(e6) == 24 * 24 and sum(r["equal_target"] == "True" for r in e6) == 6 * 16
+    diag = [r for r in e6 if r["row"] == r["col"]]
+    assert all(float(r["cosine"]) == pytest.approx(1.0) for r in diag)
+
+
+def test_fig5_groups_and_pca(runs, tmp_path):
+    draw("p1-fig5", runs, tmp_path, threshold=0.7)
+    rows = read_csv(tmp_path / "p1-fig5.csv")
+    neurons = [r for r in rows if r["kind"] == "wq_neuron"]
+    assert len(neurons) == 2 * 8  # d_head 8, one head
+    for run in {r["run_id"] for r in neurons}:
+        order = [int(r["group"]) for r in neurons if r["run_id"] == run]
+        assert order == sorted(order)  # reordered: each group contiguous, in creation order
+    assert len([r for r in rows if r["kind"] == "embedding"]) == 2 * 80  # items 20..99
+
+
+def test_fig12_eigenvalues_over_checkpoints(runs, tmp_path):
+    draw("p1-fig12", runs, tmp_path)
+    rows = read_csv(tmp_path / "p1-fig12.csv")
+    steps = sorted({int(r["step"]) for r in rows})
+    assert len(steps) == 4 and steps[0] == 0  # every kept checkpoint
+    for s in map(str, steps):
+        e = [float(r["eigenvalue"]) for r in rows if r["step"] == s and r["run_id"] == runs[0].name]
+        assert len(e) == 16 and e == sorted(e, reverse=True) and min(e) >= 0
+
+
+def test_fig13_spectra_and_stable_ranks(runs, tmp_path):
+    draw("p1-fig13", runs, tmp_path)
+    rows = read_csv(tmp_path / "p1-fig13.csv")
+    mats = {r["matrix"] for r in rows}
+    assert {"embed.W_E", "blocks.0.attn.W_Q", "blocks.1.mlp.W_out", "unembed.W_U"} <= mats
+    for r in rows:
+        assert 1.0 - 1e-9 <= float(r["stable_rank"]) <= int(max(int(x["index"]) for x in rows
+                                                                if x["matrix"] == r["matrix"]))
+
+
+def test_grid_figures_over_a_sweep(grid_sweep, tmp_path):
+    xs, ys, cells = sweep_cells(grid_sweep, "init.gamma", "model.n_layers")
+    assert xs == [0.5, 1.0] and ys == [1, 2] and set(cells) == {(0, 0), (0, 1), (1, 0)}  # (1.0, 2) not run
+    draw("p1-fig10", [grid_sweep], tmp_path)
+    rows = read_csv(tmp_path / "p1-fig10.csv")
+    assert len(rows) == 3 and all(1 <= int(r["n_groups"]) <= 8 for r in rows)
+    draw("p1-fig11", [grid_sweep], tmp_path)
+    assert len(read_csv(tmp_path / "p1-fig11.csv")) == 3 * 80
+    reason = sweep_why_not("p1-fig15", grid_sweep, "gpt")
+    assert reason == "the sweep has no train.weight_decay / train.lr_multiplier axis"
+    with pytest.raises(ConfigError, match="train.weight_decay"):
+        draw("p1-fig15", [grid_sweep], tmp_path)
+
+
+def test_figures_refuse_runs_they_do_not_apply_to(tmp_path):
+    cfg = load_config(None, ["task.name='mem_rsn'", "task.seq_len=3", "task.data_size=2000", "model.name='emb_mlp'",
+                             "model.d_model=8", "model.d_mlp=16", "train.epochs=1", "train.batch_size=200",
+                             "train.threads=1"])
+    train(cfg, tmp_path / "r", show_progress=False)
+    assert why_not("p1-fig3", cfg).startswith("needs the Transformer")
+    assert why_not("p1-fig13", cfg) is None
+    with pytest.raises(ConfigError, match="not applicable"):
+        draw("p1-fig5", [tmp_path / "r"], tmp_path / "f")
+    draw("p1-fig13", [tmp_path / "r"], tmp_path / "f")
+    assert {r["matrix"] for r in read_csv(tmp_path / "f" / "p1-fig13.csv")} == {"W_E", "W_in", "W_U"}
+    one_layer = tiny_config(**{"model.n_layers": 1})
+    assert "at least 2 layers" in why_not("p1-fig4", one_layer) and why_not("p1-fig3", one_layer) is None
+
+
+def test_training_logs_mechanism_scalars(runs):
+    """gpt on the composite task: every evaluation carries the scalars, and the summary the final ones."""
+    from anchorlab import rundir
+
+    hist = rundir.read_metrics(runs[0])
+    for r in hist:
+        assert 1 <= r["wq0_n_groups"] <= 8 and 0 < r["embed_cov_top_share"] <= 1
+        assert r["stable_rank/blocks.0.attn.W_Q"] >= 1.0
+    summary = rundir.read_json(runs[0] / "summary.json")
+    assert summary["wq0_n_groups"] == hist[-1]["wq0_n_groups"]
+    scalars = mechanism_scalars(load_model(runs[0])[0], embed_tokens=item_tokens(TASK))  # the last checkpoint
+    assert scalars == {k: hist[-1][k] for k in scalars}
+
+
+def test_tsne_keeps_separated_clusters_apart():
+    from anchorlab.analysis.embeddings import embed_2d
+
+    pytest.importorskip("sklearn")
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(0, 0.1, (15, 6)), rng.normal(5, 0.1, (15, 6))])
+    coords, explained = embed_2d(X, "tsne", seed=1)
+    assert coords.shape == (30, 2) and explained is None
+    a, b = coords[:15], coords[15:]
+    within = max(np.ptp(a, axis=0).max(), np.ptp(b, axis=0).max())
+    assert np.linalg.norm(a.mean(0) - b.mean(0)) > within  # the two clusters do not mix
+    np.testing.assert_allclose(embed_2d(X, "tsne", seed=1)[0], coords)  # seeded
+    with pytest.raises(ValueError, match="method"):
+        embed_2d(X, "umap")
+
+
+def test_embedding_figures_take_a_method(runs, tmp_path, capsys):
+    from anchorlab.cli import main
+
+    pytest.importorskip("sklearn")
+    assert main(["figure", "p1-fig5", str(runs[0]), "--out", str(tmp_path), "--method", "tsne"]) == 0
+    rows = [r for r in read_csv(tmp_path / "p1-fig5.csv") if r["kind"] == "embedding"]
+    assert len(rows) == 80 and {r["method"] for r in rows} == {"tsne"}
+    with pytest.raises(ConfigError, match="method"):
+        draw("p1-fig5", runs[:1], tmp_path, method="umap")
+    assert main(["figure", "p1-fig13", str(runs[0]), "--out", str(tmp_path), "--method", "tsne"]) == 2
+    assert "--method" in capsys.readouterr().err
+
+
+def test_step_selects_the_checkpoint(runs, tmp_path):
+    from anchorlab import rundir
+    from anchorlab.cli import main
+
+    kept = rundir.checkpoint_steps(runs[0])
+    assert main(["figure", "p1-fig13", str(runs[0]), "--out", str(tmp_path / "s0"), "--step", "0"]) == 0
+    draw("p1-fig13", runs[:1], tmp_path / "last")
+    at0, last = read_csv(tmp_path / "s0" / "p1-fig13.csv"), read_csv(tmp_path / "last" / "p1-fig13.csv")
+    assert at0[0]["matrix"] == last[0]["matrix"] and at0[0]["singular_value"] != last[0]["singular_value"]
+    draw("p1-fig12", runs[:1], tmp_path / "e", step=[0, kept[-1]])
+    assert sorted({int(r["step"]) for r in read_csv(tmp_path / "e" / "p1-fig12.csv")}) == [0, kept[-1]]
+    with pytest.raises(ConfigError, match="step"):
+        draw("p1-fig4", runs[:1], tmp_path, step=[7])
