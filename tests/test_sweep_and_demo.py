@@ -82,10 +82,13 @@ def test_demo_end_to_end_on_a_tiny_grid(tmp_path, capsys):
     spec = write_sweep(tmp_path, '"init.gamma" = [1.0, 0.5, 0.1]\n"seed" = [1]')
     (tmp_path / "p2.toml").write_text(TINY_P2)
     (tmp_path / "p2s.toml").write_text('name = "p2"\nbase = "p2.toml"\n[axes]\n"init.gamma" = [0.8, 0.3]\n')
-    summary = run_demo(spec, tmp_path / "demo", workers=1, show_progress=False, p2_spec=tmp_path / "p2s.toml")
+    summary = run_demo(spec, tmp_path / "demo", workers=1, show_progress=False, p2_spec=tmp_path / "p2s.toml",
+                       report_figures=0)  # the report's figures are tested in test_report.py
     assert [r["init"] for r in summary["runs"]] == ["small", "middle", "large"]
     assert (tmp_path / "demo" / "demo.png").stat().st_size > 10_000
     assert (tmp_path / "demo" / "demo_p2.png").stat().st_size > 10_000 and (tmp_path / "demo" / "demo_p2.csv").exists()
+    html = (tmp_path / "demo" / "report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 2 and "emb_mlp" in html and "sweep p2" in html
     saved = json.loads((tmp_path / "demo" / "summary.json").read_text())
     assert len(saved["runs"]) == 3 and len(saved["checks"]) == 2
     for r in saved["runs"]:

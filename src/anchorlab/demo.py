@@ -4,8 +4,9 @@ P1: trains the composite task at a CPU scale for a small, a middle and a large i
 seeds (the grid is ``configs/demo.toml``). P2: trains the Emb-MLP on the memory/reasoning task at a small
 and a large initialization (``configs/demo_p2.toml``); its short runs share the same worker pool and fill
 the slot the P1 runs leave idle at the end. Then writes ``summary.json`` (one entry per run, and the
-checks), tables, ``demo.png`` (held-out-pair accuracy over training, one panel per γ) and
-``demo_p2.png`` (P2 Fig. 3B: loss and accuracy on D_mem, D_rsn,train, D_rsn,test per γ).
+checks), tables, ``demo.png`` (held-out-pair accuracy over training, one panel per γ),
+``demo_p2.png`` (P2 Fig. 3B: loss and accuracy on D_mem, D_rsn,train, D_rsn,test per γ) and
+``report.html`` (everything above plus configs, curves and mechanism figures, self-contained).
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ def outcome(s: dict[str, Any], threshold: float = 0.9) -> str:
 
 
 def run_demo(spec_path: str | Path = DEFAULT_SPEC, out_dir: str | Path = "demo_out", workers: int = 2,
-             show_progress: bool = True, p2_spec: str | Path | None = DEFAULT_P2_SPEC) -> dict[str, Any]:
+             show_progress: bool = True, p2_spec: str | Path | None = DEFAULT_P2_SPEC,
+             report: bool = True, report_figures: int = 3) -> dict[str, Any]:
     """Train the demo grids into ``out_dir/runs`` and ``out_dir/runs_p2`` (resuming/skipping finished
-    runs) and summarise them; ``p2_spec = None`` leaves the P2 part out."""
+    runs) and summarise them; ``p2_spec = None`` leaves the P2 part out; ``report`` writes
+    ``out_dir/report.html`` (one self-contained page) with the figures of ``report_figures`` runs per grid."""
     out_dir = Path(out_dir)
     spec = load_sweep(spec_path)
     rows = plan(spec, out_dir / "runs")
@@ -95,7 +98,14 @@ def run_demo(spec_path: str | Path = DEFAULT_SPEC, out_dir: str | Path = "demo_o
         print(outcome_table(p2_runs, P2_COLUMNS))
         for name, ok in p2_checks.items():
             print(f"{'PASS' if ok else 'NOT REACHED'}  {name}")
+    if report:
+        from anchorlab.report import write_report
+
+        sources = [out_dir / "runs", *([out_dir / "runs_p2"] if rows_p2 else [])]
+        written.append(write_report(sources, out_dir / "report.html", max_run_figures=report_figures))
     print("wrote " + ", ".join(map(str, written)))
+    if report:
+        print(f"open {written[-1]} in a browser: configs, curves, tables and the mechanism figures of the runs")
     return summary
 
 
