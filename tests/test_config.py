@@ -66,10 +66,20 @@ def test_to_dict_round_trips():
     assert from_dict(c.to_dict()) == c
 
 
-@pytest.mark.parametrize("path", sorted(p for p in CONFIGS.rglob("*.toml") if "sweeps" not in p.parts
-                                        and p.name != "demo.toml"), ids=lambda p: p.name)
-def test_every_run_config_loads(path):
-    load_config(path)
+@pytest.mark.parametrize("path", sorted(CONFIGS.rglob("*.toml")), ids=lambda p: str(p.relative_to(CONFIGS)))
+def test_every_config_and_sweep_file_loads(path):
+    """Every shipped file is valid: run configs load, sweep files (with [axes]) validate every grid point."""
+    import tomllib
+
+    from anchorlab.sweep import load_sweep
+
+    if "axes" in tomllib.loads(path.read_text()):
+        spec = load_sweep(path)
+        configs = spec.configs()
+        assert len(configs) == len(spec.points()) > 0
+        assert len({cfg.run_id() for _, cfg in configs}) == len(configs)  # every grid point is a distinct run
+    else:
+        load_config(path)
 
 
 def test_demo_sweep_loads():
@@ -77,13 +87,3 @@ def test_demo_sweep_loads():
 
     spec = load_sweep(CONFIGS / "demo.toml")
     assert len(spec.configs()) == 9
-
-
-@pytest.mark.parametrize("path", sorted((CONFIGS / "sweeps").glob("*.toml")), ids=lambda p: p.name)
-def test_every_sweep_file_expands_and_validates(path):
-    from anchorlab.sweep import load_sweep
-
-    spec = load_sweep(path)
-    configs = spec.configs()
-    assert len(configs) == len(spec.points()) > 0
-    assert len({cfg.run_id() for _, cfg in configs}) == len(configs)  # every grid point is a distinct run
