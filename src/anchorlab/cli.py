@@ -1,4 +1,4 @@
-"""Command line: ``anchorlab train|data|demo|sweep|collect|figure``; each sub-command calls one library function."""
+"""Command line: ``anchorlab train|data|lm|demo|sweep|collect|figure``; each sub-command calls one library function."""
 
 from __future__ import annotations
 
@@ -19,6 +19,17 @@ def _cmd_train(a: argparse.Namespace) -> None:
     summary = train(cfg, out)
     keys = (*HEADLINE[cfg.task.name], "final_train_loss")
     print(f"run {out}: " + ", ".join(f"{k} {summary[k]:.4g}" for k in keys))
+
+
+def _cmd_lm(a: argparse.Namespace) -> None:
+    from anchorlab.text.config import load_lm_config
+    from anchorlab.text.lm import train_lm
+
+    cfg = load_lm_config(a.config, a.set)
+    out = Path(a.out) if a.out else Path("runs") / cfg.run_id()
+    s = train_lm(cfg, out)
+    print(f"run {out}: step {s['step']}, train loss PrOntoQA {s['train_loss_prontoqa']:.4g}, "
+          f"stories {s['train_loss_stories']:.4g}, test acc PrOntoQA {s['test_acc_prontoqa']:.4g}")
 
 
 def _cmd_data(a: argparse.Namespace) -> None:
@@ -83,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
         s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="dotted override")
         s.add_argument("--out", required=name == "data", help="output run directory / .npz file")
         s.set_defaults(fn=fn)
+    s = sub.add_parser("lm", help="train a γ-initialized GPT-2 on PrOntoQA + stories (P2 Fig. 1/7, P1 Fig. 7)")
+    s.add_argument("config", nargs="?", help="TOML LM config (see configs/text/; default: the paper scale)")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="dotted override")
+    s.add_argument("--out", help="run directory (default runs/<run id>)")
+    s.set_defaults(fn=_cmd_lm)
     s = sub.add_parser("demo", help="the default CPU experiment: small vs middle vs large init, 3 seeds")
     s.add_argument("--config", help="demo sweep file (default configs/demo.toml)")
     s.add_argument("--out", default="demo_out")

@@ -272,7 +272,7 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, show_progress: bool = Tru
         rec: dict[str, Any] = {"step": step, "epoch": epoch, "lr": lr_at(step, cfg, total_steps)}
         seen = run_sum[:, 1].sum()
         rec["train_loss"] = (run_sum[:, 0].sum() / seen).item() if seen > 0 else None
-        for k, name in enumerate(SOURCES):
+        for name in SOURCES:
             rec[f"train_loss_{name}"] = tr[name]
             rec[f"test_loss_{name}"] = te[name]
         rec["train_acc_prontoqa"] = tr.get("acc", float("nan"))
