@@ -23,7 +23,8 @@ def gamma_colors(gammas: Sequence[float]) -> dict[float, Any]:
 def plot_source_losses(panels: Sequence[dict[str, Any]], title: str) -> Figure:
     """One panel per run: ``{"title", "step", "train": {src: ys}, "test": {src: ys}}`` (test dashed)."""
     with style():
-        fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.0), squeeze=False, sharey=True)
+        fig, axes = plt.subplots(1, len(panels), figsize=(max(5.0, 3.6 * len(panels)), 3.2), squeeze=False,
+                                 sharey=True)
         for ax, p in zip(axes[0], panels):
             for src, ys in p["train"].items():
                 ax.plot(p["step"], ys, color=SOURCE_COLORS[src], label=f"{SOURCE_LABELS[src]} (train)")
