@@ -148,3 +148,10 @@ def test_cli_lm(tmp_path, capsys):
     assert rundir.is_done(tmp_path / "run")
     assert main(["lm", str(cfg), "--set", "model.n_embd=30", "--set", "model.n_head=4"]) == 2
     assert "model.n_head" in capsys.readouterr().err
+
+
+def test_cli_figure_option(runs, tmp_path):
+    out = tmp_path / "f"
+    assert main(["figure", "p2-fig7b", *map(str, runs), "--out", str(out), "--option", "all_tokens=true"]) == 0
+    assert "all" in (out / "p2-fig7b.csv").read_text().splitlines()[1].split(",")
+    assert main(["figure", "p2-fig1", *map(str, runs), "--out", str(out), "--option", "level=0.9"]) == 2

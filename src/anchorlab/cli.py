@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from anchorlab.config import ConfigError, load_config
+from anchorlab.config import ConfigError, load_config, parse_override
 
 
 def _cmd_train(a: argparse.Namespace) -> None:
@@ -80,6 +80,7 @@ def _cmd_figure(a: argparse.Namespace) -> None:
     options: dict = {"use_best_epoch": True} if a.best_epoch else {}
     if a.step:
         options["step"] = a.step
+    options.update(parse_override(item) for item in a.option)
     path = draw(a.name, a.source, a.out, **options)
     print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
 
@@ -123,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="per run, the best value over evaluations (the authors' plots) instead of the final one")
     s.add_argument("--step", type=int, action="append", metavar="N",
                    help="checkpoint step(s) to analyse (default: per figure, e.g. the last kept)")
+    s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a figure's own option, e.g. level=0.9 (p1-fig7) or all_tokens=true (p2-fig7b)")
     s.set_defaults(fn=_cmd_figure)
     a = p.parse_args(argv)
     try:
