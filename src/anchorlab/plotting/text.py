@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,12 +63,16 @@ def plot_data_size(settings: Sequence[dict[str, Any]], title: str) -> Figure:
             a1.plot(s["n"], s["steps"], "o-", label=s["label"])
             a2.plot(s["n"], s["acc"], "o-", label=s["label"])
         a1.set_ylabel("convergence step")
+        if all(math.isnan(v) for st in settings for v in st["steps"]):
+            a1.text(0.5, 0.5, "no run reached the level", transform=a1.transAxes, ha="center", color="#555555")
         a2.set_ylabel("True/False test accuracy")
+        a2.set_ylim(0.4, 1.02)
         a2.axhline(0.5, color="#999999", lw=0.8, ls=":")
         for ax in (a1, a2):
             ax.set_xlabel("PrOntoQA training examples")
             ax.set_xscale("log")
-        a1.legend()
+        a1.set_xlim(a2.get_xlim())
+        a2.legend()
         fig.suptitle(title)
         fig.tight_layout()
     return fig
