@@ -4,6 +4,7 @@ PrOntoQA + stand-in stories mix; each run takes ~1-3 s on one core."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -155,3 +156,10 @@ def test_cli_figure_option(runs, tmp_path):
     assert main(["figure", "p2-fig7b", *map(str, runs), "--out", str(out), "--option", "all_tokens=true"]) == 0
     assert "all" in (out / "p2-fig7b.csv").read_text().splitlines()[1].split(",")
     assert main(["figure", "p2-fig1", *map(str, runs), "--out", str(out), "--option", "level=0.9"]) == 2
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "configs" / "text").glob("*.toml")),
+                         ids=lambda p: p.name)
+def test_every_lm_config_loads(path):
+    cfg = load_lm_config(path)
+    assert cfg.data.n_prontoqa > 0 and cfg.run_id().startswith("lm-")
