@@ -1,4 +1,5 @@
-"""Command line: ``anchorlab train|data|demo|sweep|collect|figure|report``; one library call per sub-command."""
+"""Command line: ``anchorlab train|data|lm|demo|sweep|collect|figure|report``; one library call per
+sub-command."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from anchorlab.config import ConfigError, load_config
+from anchorlab.config import ConfigError, load_config, parse_override
 
 
 def _cmd_train(a: argparse.Namespace) -> None:
@@ -19,6 +20,17 @@ def _cmd_train(a: argparse.Namespace) -> None:
     summary = train(cfg, out)
     keys = (*HEADLINE[cfg.task.name], "final_train_loss")
     print(f"run {out}: " + ", ".join(f"{k} {summary[k]:.4g}" for k in keys))
+
+
+def _cmd_lm(a: argparse.Namespace) -> None:
+    from anchorlab.text.config import load_lm_config
+    from anchorlab.text.lm import train_lm
+
+    cfg = load_lm_config(a.config, a.set)
+    out = Path(a.out) if a.out else Path("runs") / cfg.run_id()
+    s = train_lm(cfg, out)
+    print(f"run {out}: step {s['step']}, train loss PrOntoQA {s['train_loss_prontoqa']:.4g}, "
+          f"stories {s['train_loss_stories']:.4g}, test acc PrOntoQA {s['test_acc_prontoqa']:.4g}")
 
 
 def _cmd_data(a: argparse.Namespace) -> None:
@@ -86,6 +98,7 @@ def _cmd_figure(a: argparse.Namespace) -> None:
             raise ConfigError(f"--method: figure {a.name!r} has no 2-D embedding (p1-fig3b, p1-fig5, p1-fig11, "
                               "p1-fig16 have)")
         options["method"] = a.method
+    options.update(parse_override(item) for item in a.option)
     path = draw(a.name, a.source, a.out, **options)
     print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
 
@@ -107,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="dotted override")
         s.add_argument("--out", required=name == "data", help="output run directory / .npz file")
         s.set_defaults(fn=fn)
+    s = sub.add_parser("lm", help="train a γ-initialized GPT-2 on PrOntoQA + stories (P2 Fig. 1/7, P1 Fig. 7)")
+    s.add_argument("config", nargs="?", help="TOML LM config (see configs/text/; default: the paper scale)")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="dotted override")
+    s.add_argument("--out", help="run directory (default runs/<run id>)")
+    s.set_defaults(fn=_cmd_lm)
     s = sub.add_parser("demo", help="the default CPU experiment: small vs middle vs large init, 3 seeds")
     s.add_argument("--config", help="demo sweep file (default configs/demo.toml)")
     s.add_argument("--out", default="demo_out")
@@ -145,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="checkpoint step(s) to analyse (default: per figure, e.g. the last kept)")
     s.add_argument("--method", choices=("pca", "tsne"),
                    help="2-D map of the embedding figures (default pca; tsne needs scikit-learn)")
+    s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a figure's own option, e.g. level=0.9 (p1-fig7) or all_tokens=true (p2-fig7b)")
     s.set_defaults(fn=_cmd_figure)
     s = sub.add_parser("report", help="one self-contained HTML report of a run or sweep directory")
     s.add_argument("source", help="run directory (config.json) or sweep directory (sweep.json)")

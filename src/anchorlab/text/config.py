@@ -1,0 +1,152 @@
+"""Typed, frozen config of one real-language run (P2 Fig. 1 / Fig. 7, P1 Fig. 7): ``LMRunConfig``.
+
+Same contract as :mod:`anchorlab.config`: dataclass defaults <- TOML file <- ``--set key=value``;
+unknown keys, wrong types and out-of-range values raise :class:`~anchorlab.config.ConfigError` naming the
+dotted field. Defaults are the paper scale (5,000 PrOntoQA + 5,000 stories, GPT-2 small, 200 epochs);
+``configs/text/*_cpu.toml`` shrink them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from anchorlab.config import ConfigError, _build, _check, merge, parse_override, read_toml, set_dotted
+from anchorlab.gamma_init import CONVENTIONS
+
+
+@dataclass(frozen=True)
+class LMDataConfig:
+    """The PrOntoQA + stories mix; test sets are held out (PrOntoQA: another seed; stories: the next ones)."""
+
+    n_prontoqa: int = 5000
+    n_stories: int = 5000
+    n_test_prontoqa: int = 500
+    n_test_stories: int = 500
+    min_hops: int = 1
+    max_hops: int = 5
+    # "standin" (offline generator, NOT TinyStories), "sample" (the real 754-story sample, see
+    # anchorlab.text.stories.sample_path), "hf" (roneneldan/TinyStories, online) or a .txt/.jsonl/.parquet path
+    stories: str = "standin"
+    tokenizer: Literal["gpt2", "bpe"] = "gpt2"
+    bpe_vocab: int = 1024  # only for tokenizer = "bpe": trained on the training texts of both sources
+    n_ctx: int = 256
+
+    def validate(self) -> None:
+        for f in ("n_prontoqa", "n_stories", "n_test_prontoqa", "n_test_stories"):
+            _check(getattr(self, f) >= 0, f"data.{f}", "an integer >= 0")
+        _check(self.n_prontoqa + self.n_stories > 0, "data.n_prontoqa", "n_prontoqa + n_stories > 0")
+        _check(self.n_test_prontoqa > 0 or self.n_prontoqa == 0, "data.n_test_prontoqa",
+               "an integer > 0 when n_prontoqa > 0 (the True/False accuracy needs held-out examples)")
+        for f in ("min_hops", "max_hops"):
+            _check(1 <= getattr(self, f) <= 8, f"data.{f}", "an integer in 1..8")
+        _check(self.min_hops <= self.max_hops, "data.min_hops", f"an integer <= max_hops = {self.max_hops}")
+        _check(self.stories != "", "data.stories", "'standin', 'sample', 'hf' or a stories file path")
+        _check(258 <= self.bpe_vocab <= 65536, "data.bpe_vocab", "an integer in 258..65536")
+        _check(self.n_ctx >= 8, "data.n_ctx", "an integer >= 8")
+
+
+@dataclass(frozen=True)
+class LMModelConfig:
+    """HF ``GPT2LMHeadModel`` sizes (GPT-2 small: 12 / 768 / 12); dropout 0 as in the authors' GPT-2 runs."""
+
+    n_layer: int = 12
+    n_embd: int = 768
+    n_head: int = 12
+
+    def validate(self) -> None:
+        for f in ("n_layer", "n_embd", "n_head"):
+            _check(getattr(self, f) > 0, f"model.{f}", "a positive integer")
+        _check(self.n_embd % self.n_head == 0, "model.n_head", f"a divisor of n_embd = {self.n_embd}")
+
+
+@dataclass(frozen=True)
+class LMInitConfig:
+    """γ-init of every weight matrix (:func:`anchorlab.gamma_init.gamma_init_`): std = fan_in^-γ."""
+
+    gamma: float = 0.5
+    convention: Literal["fan_in", "authors_gpt2", "authors_gpt2_last_token"] = "fan_in"
+    overrides: dict[str, float] = field(default_factory=dict)  # module-name glob -> γ
+
+    def validate(self) -> None:
+        _check(self.gamma > 0, "init.gamma", "a float > 0 (larger gamma = smaller init)")
+        _check(self.convention in CONVENTIONS, "init.convention", f"one of {list(CONVENTIONS)}")
+        for k, g in self.overrides.items():
+            _check(g > 0, f"init.overrides.{k}", "a float > 0")
+
+
+@dataclass(frozen=True)
+class LMTrainConfig:
+    """AdamW over shuffled rows; evaluation every ``eval_every`` optimizer steps (and at 0 and the end)."""
+
+    epochs: int = 200
+    batch_size: int = 20
+    lr: float = 5e-5
+    weight_decay: float = 0.01
+    schedule: Literal["constant", "cosine"] = "constant"  # cosine: linear warm-up, then cosine to lr / 10
+    warmup_steps: int = 0
+    grad_clip: float = 1.0  # 0 disables
+    eval_every: int = 100  # steps
+    eval_train_rows: int = 256  # training rows per source scored at each evaluation (fixed, seeded)
+    checkpoint_every: int = 20  # epochs between kept weight checkpoints (step 0 and the last always)
+    threads: int = 1  # CPU intra-op threads; 0 = all cores
+    device: str = "cpu"
+
+    def validate(self) -> None:
+        for f in ("epochs", "batch_size", "eval_every", "eval_train_rows", "checkpoint_every"):
+            _check(getattr(self, f) > 0, f"train.{f}", "a positive integer")
+        _check(self.lr > 0, "train.lr", "a float > 0")
+        _check(self.weight_decay >= 0, "train.weight_decay", "a float >= 0")
+        _check(self.warmup_steps >= 0, "train.warmup_steps", "an integer >= 0")
+        _check(self.grad_clip >= 0, "train.grad_clip", "a float >= 0 (0 disables clipping)")
+        _check(self.threads >= 0, "train.threads", "an integer >= 0 (0 = all cores)")
+        _check(self.device.split(":")[0] in ("cpu", "cuda", "mps"), "train.device", "'cpu', 'cuda', 'cuda:N' or 'mps'")
+
+
+@dataclass(frozen=True)
+class LMSeedConfig:
+    data_seed: int = 0  # PrOntoQA examples, stand-in stories, row order of the mix
+    init_seed: int = 0  # the γ-init draw
+    train_seed: int = 0  # batch order per epoch
+
+
+@dataclass(frozen=True)
+class LMRunConfig:
+    data: LMDataConfig = field(default_factory=LMDataConfig)
+    model: LMModelConfig = field(default_factory=LMModelConfig)
+    init: LMInitConfig = field(default_factory=LMInitConfig)
+    train: LMTrainConfig = field(default_factory=LMTrainConfig)
+    seeds: LMSeedConfig = field(default_factory=LMSeedConfig)
+
+    def validate(self) -> LMRunConfig:
+        for part in (self.data, self.model, self.init, self.train):
+            part.validate()
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    def run_id(self) -> str:
+        """Stable short hash of the fully resolved config (names run directories)."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return "lm-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def lm_from_dict(d: dict[str, Any]) -> LMRunConfig:
+    """Build and validate an ``LMRunConfig`` from nested plain data (TOML or ``config.json``)."""
+    if not isinstance(d, dict):
+        raise ConfigError("config: expected a table")
+    return _build(LMRunConfig, d, "").validate()
+
+
+def load_lm_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> LMRunConfig:
+    """Defaults <- TOML file (``base = "..."`` allowed) <- dotted overrides; validated."""
+    d = merge(LMRunConfig().to_dict(), read_toml(path) if path is not None else {})
+    for item in overrides:
+        key, value = parse_override(item)
+        set_dotted(d, key, value)
+    return lm_from_dict(d)

@@ -1,0 +1,165 @@
+"""anchorlab.text.lm / text.config / figures.text: a tiny γ-initialized GPT-2 (2 layers, n_embd 32) on a
+PrOntoQA + stand-in stories mix; each run takes ~1-3 s on one core."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+from anchorlab import rundir  # noqa: E402
+from anchorlab.cli import main  # noqa: E402
+from anchorlab.config import ConfigError  # noqa: E402
+from anchorlab.figures import draw  # noqa: E402
+from anchorlab.text.config import LMRunConfig, load_lm_config  # noqa: E402
+from anchorlab.text.lm import build_lm, mean_pairwise_cosine, read_lm_config, train_lm  # noqa: E402
+
+TINY = ["data.n_prontoqa=48", "data.n_stories=32", "data.n_test_prontoqa=24", "data.n_test_stories=8",
+        "data.stories='standin'", "data.tokenizer='bpe'", "data.bpe_vocab=600", "data.n_ctx=160",
+        "model.n_layer=2", "model.n_embd=32", "model.n_head=2", "train.epochs=3", "train.batch_size=16",
+        "train.lr=3e-3", "train.eval_every=3", "train.eval_train_rows=16", "train.checkpoint_every=1",
+        "train.threads=1"]
+
+
+def tiny(*extra: str) -> LMRunConfig:
+    return load_lm_config(None, TINY + list(extra))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("lm")
+    out = []
+    for g in (0.5, 0.8):
+        d = base / f"g{g}"
+        train_lm(tiny(f"init.gamma={g}"), d, show_progress=False)
+        out.append(d)
+    return out
+
+
+def test_losses_fall_and_every_metric_is_logged(runs):
+    hist = rundir.read_metrics(runs[0])
+    assert rundir.is_done(runs[0])
+    steps = [r["step"] for r in hist]
+    assert steps == sorted(steps) and steps[0] == 0 and steps[-1] == 15  # 80 rows / 16 = 5 steps x 3 epochs
+    first, last = hist[0], hist[-1]
+    for key in ("train_loss_prontoqa", "train_loss_stories", "test_loss_prontoqa", "test_loss_stories"):
+        assert last[key] < first[key] - 0.3, key
+    assert first["train_loss"] is None and last["train_loss"] > 0
+    for key in ("test_acc_prontoqa", "train_acc_prontoqa"):
+        assert 0.0 <= last[key] <= 1.0
+    for key in ("emb_cos_prontoqa", "emb_cos_stories", "emb_cos_prontoqa_all", "emb_cos_stories_all"):
+        assert -1.0 <= last[key] <= 1.0
+    # PrOntoQA (closed vocabulary, fixed templates) is learned faster than the stories, even here
+    assert last["train_loss_prontoqa"] < last["train_loss_stories"]
+    assert read_lm_config(runs[0]) == tiny("init.gamma=0.5")
+
+
+def test_resume_gives_the_uninterrupted_result(runs, tmp_path, monkeypatch):
+    cfg = tiny("init.gamma=0.5")
+    real_save_resume = rundir.save_resume
+
+    def crash_after_first_epoch(run_dir, model, opt, step, epoch):
+        real_save_resume(run_dir, model, opt, step, epoch)
+        if epoch == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(rundir, "save_resume", crash_after_first_epoch)
+    with pytest.raises(KeyboardInterrupt):
+        train_lm(cfg, tmp_path / "r", show_progress=False)
+    monkeypatch.setattr(rundir, "save_resume", real_save_resume)
+    assert not rundir.is_done(tmp_path / "r")
+    train_lm(cfg, tmp_path / "r", show_progress=False)
+    assert rundir.read_metrics(tmp_path / "r") == rundir.read_metrics(runs[0])
+    a, b = rundir.load_checkpoint(tmp_path / "r"), rundir.load_checkpoint(runs[0])
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_checkpoint_reloads_with_tied_embeddings(runs):
+    cfg = read_lm_config(runs[0])
+    model = build_lm(cfg, 600, 0)
+    model.load_state_dict(rundir.load_checkpoint(runs[0]))
+    hf = model.hf
+    assert hf.lm_head.weight.data_ptr() == hf.transformer.wte.weight.data_ptr()
+    assert torch.equal(hf.transformer.wte.weight, rundir.load_checkpoint(runs[0])["hf.transformer.wte.weight"])
+
+
+def test_build_lm_draws_gamma_init():
+    for g in (0.3, 0.8):
+        w = build_lm(tiny(f"init.gamma={g}"), 600, 0).hf.transformer.h[0].mlp.c_fc.weight  # [in 32, out 128]
+        assert w.std().item() == pytest.approx(32 ** -g, rel=0.1)
+
+
+def test_mean_pairwise_cosine():
+    assert mean_pairwise_cosine(torch.ones(4, 3) * torch.tensor([[1.0], [2.0], [3.0], [4.0]])) == pytest.approx(1.0)
+    assert mean_pairwise_cosine(torch.eye(5)) == pytest.approx(0.0)
+    e = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # pair cosines 0, 1/√2, 1/√2
+    assert mean_pairwise_cosine(e) == pytest.approx((2 ** -0.5) * 2 / 3)
+
+
+@pytest.mark.parametrize("name", ["p2-fig1", "p2-fig7a", "p2-fig7b", "p1-fig7"])
+def test_each_figure_writes_png_and_csv(runs, tmp_path, name):
+    png = draw(name, runs, tmp_path)
+    assert png.stat().st_size > 5000 and png.read_bytes()[:4] == b"\x89PNG"
+    lines = png.with_suffix(".csv").read_text().splitlines()
+    assert len(lines) >= 3  # header + a row per run at least
+    if name == "p2-fig7a":
+        header = lines[0].split(",")
+        row = dict(zip(header, lines[-1].split(",")))
+        lq, ls = float(row["L_prontoqa"]), float(row["L_stories"])
+        assert float(row["delta_L"]) == pytest.approx((ls - lq) / lq)
+
+
+def test_figure_rejects_a_non_lm_run(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"task": {"name": "composite"}}))
+    with pytest.raises(ConfigError, match="not an `anchorlab lm` run"):
+        draw("p2-fig1", [tmp_path], tmp_path / "out")
+
+
+@pytest.mark.parametrize("override, field", [
+    ("model.n_head=3", "model.n_head"), ("data.foo=1", "data.foo"), ("init.convention='xyz'", "init.convention"),
+    ("init.gamma=-1", "init.gamma"), ("data.tokenizer='wordpiece'", "data.tokenizer"),
+    ("train.batch_size=0", "train.batch_size"), ("data.max_hops=9", "data.max_hops"),
+])
+def test_config_errors_name_the_field(override, field):
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        tiny(override)
+
+
+def test_bpe_too_small_for_the_labels_names_the_field(tmp_path):
+    with pytest.raises(ConfigError, match=r"data\.bpe_vocab"):
+        train_lm(tiny("data.bpe_vocab=300"), tmp_path / "r", show_progress=False)
+
+
+def test_run_id_is_stable_and_config_sensitive():
+    assert tiny().run_id() == tiny().run_id()
+    assert tiny().run_id() != tiny("init.gamma=0.8").run_id()
+
+
+def test_cli_lm(tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[data]\nstories = 'standin'\n")
+    args = ["lm", str(cfg), "--out", str(tmp_path / "run")] + [a for s in TINY for a in ("--set", s)]
+    assert main(args + ["--set", "train.epochs=1"]) == 0
+    assert "test acc PrOntoQA" in capsys.readouterr().out
+    assert rundir.is_done(tmp_path / "run")
+    assert main(["lm", str(cfg), "--set", "model.n_embd=30", "--set", "model.n_head=4"]) == 2
+    assert "model.n_head" in capsys.readouterr().err
+
+
+def test_cli_figure_option(runs, tmp_path):
+    out = tmp_path / "f"
+    assert main(["figure", "p2-fig7b", *map(str, runs), "--out", str(out), "--option", "all_tokens=true"]) == 0
+    assert "all" in (out / "p2-fig7b.csv").read_text().splitlines()[1].split(",")
+    assert main(["figure", "p2-fig1", *map(str, runs), "--out", str(out), "--option", "level=0.9"]) == 2
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "configs" / "text").glob("*.toml")),
+                         ids=lambda p: p.name)
+def test_every_lm_config_loads(path):
+    cfg = load_lm_config(path)
+    assert cfg.data.n_prontoqa > 0 and cfg.run_id().startswith("lm-")
