@@ -66,8 +66,10 @@ def test_to_dict_round_trips():
     assert from_dict(c.to_dict()) == c
 
 
-@pytest.mark.parametrize("path", sorted(p for p in CONFIGS.rglob("*.toml") if "text" not in p.relative_to(CONFIGS).parts),
-                         ids=lambda p: str(p.relative_to(CONFIGS)))
+ANCHOR_FILES = sorted(p for p in CONFIGS.rglob("*.toml") if "text" not in p.relative_to(CONFIGS).parts)
+
+
+@pytest.mark.parametrize("path", ANCHOR_FILES, ids=lambda p: str(p.relative_to(CONFIGS)))
 def test_every_config_and_sweep_file_loads(path):
     """Every shipped anchor-task file is valid: run configs load, sweep files (with [axes]) validate every
     grid point. (configs/text/ holds LM configs, loaded by tests/test_lm.py.)"""
