@@ -6,10 +6,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from anchorlab.plotting.style import style
+from anchorlab.plotting.style import plt, style
 
 SOURCE_COLORS = {"prontoqa": "#1f77b4", "stories": "#d62728"}
 SOURCE_LABELS = {"prontoqa": "PrOntoQA", "stories": "stories"}
