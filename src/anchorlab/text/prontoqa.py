@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from anchorlab.config import ConfigError
 from anchorlab.text.prontoqa_reasoner import parse_answer
 
 FICTIONAL_CONCEPTS = ("wumpus", "yumpus", "zumpus", "dumpus", "rompus", "numpus", "tumpus", "vumpus", "impus",
@@ -43,10 +44,42 @@ ORDERINGS = ("postorder", "preorder", "random")
 MAX_HOPS_ALLOWED = 8  # 9 chain concepts (10 names minus the distractor) give at most 8 hops
 NEGATION_PROBABILITY = 0.5 / 1.5  # negated weight 0.5 against 1 for the positive form
 
-_MISSING = {
-    "true": "the property each concept of the three real taxonomies carries, and the full distractor map",
-    "false": "the pool of real concept words (and their plurals) the counterfactual chain is drawn from",
+# ---- `true` ontology: three fixed real taxonomies, root first (PRONTOQA.md §1.3). -------------------------
+TRUE_TAXONOMIES = (
+    ("animal", "vertebrate", "mammal", "carnivore", "feline", "cat", "tabby"),
+    ("animal", "invertebrate", "arthropod", "insect", "lepidopteran", "butterfly", "painted lady"),
+    ("number", "real number", "integer", "natural number", "prime number", "Mersenne prime"),
+)
+NUMERAL_ENTITIES = ("3", "7", "31", "127", "8191", "131071")  # all Mersenne primes: 2^p - 1
+# Fixed properties: concept -> the (adjective, positive) facts it may state; one is drawn per example.
+# Assignment of each listed property to a concept: see docs/prontoqa.md ([INF] where inferred).
+TRUE_PROPERTIES = {
+    "animal": (("multicellular", True), ("unicellular", False)),
+    "mammal": (("furry", True), ("warm-blooded", True), ("cold-blooded", False)),
+    "carnivore": (("carnivorous", True), ("herbivorous", False)),
+    "arthropod": (("segmented", True), ("small", True), ("bony", False)),
+    "insect": (("six-legged", True), ("eight-legged", False)),
+    "real number": (("real", True), ("imaginary", False)),
+    "natural number": (("positive", True), ("negative", False)),
+    "prime number": (("prime", True), ("composite", False)),
 }
+# Distractor concept per asked concept: the rule "<distractor> is ¬P" is true of it. Given in PRONTOQA.md:
+# mammal, cat, insect, butterfly, prime number; carnivore -> sheep from its true-ontology sample; rest [INF].
+TRUE_DISTRACTORS = {
+    "animal": "amoeba", "mammal": "reptile", "carnivore": "sheep", "cat": "dog", "arthropod": "whale",
+    "insect": "crustacean", "butterfly": "moth", "real number": "imaginary number",
+    "natural number": "negative number", "prime number": "composite number",
+}
+TRUE_PARENT = {c: t[i - 1] for t in TRUE_TAXONOMIES for i, c in enumerate(t) if i > 0}
+# Longest proof per taxonomy: from its leaf up to its shallowest concept with a property.
+TRUE_MAX_HOPS = tuple(len(t) - min(i for i, c in enumerate(t) if c in TRUE_PROPERTIES) for t in TRUE_TAXONOMIES)
+
+# ---- `false` ontology: real animal words in a random counterfactual chain ([INF] pool, see docs). -------------
+FALSE_CONCEPTS = ("animal", "vertebrate", "mammal", "carnivore", "feline", "cat", "tabby", "invertebrate",
+                  "arthropod", "insect", "lepidopteran", "butterfly", "painted lady", "sheep", "snake", "dog",
+                  "reptile", "crustacean", "moth")
+IRREGULAR_PLURALS = {"sheep": "sheep", "butterfly": "butterflies", "painted lady": "painted ladies",
+                     "tabby": "tabbies"}
 
 
 @dataclass(frozen=True)
@@ -61,20 +94,21 @@ class ProntoQAConfig:
 
     def __post_init__(self) -> None:
         if self.ontology not in ONTOLOGIES:
-            raise ValueError(f"ontology must be one of {ONTOLOGIES}, got {self.ontology!r}")
-        if self.ontology in _MISSING:
-            raise ValueError(f"ontology={self.ontology!r} is not implemented: shared/PRONTOQA.md does not give "
-                             f"{_MISSING[self.ontology]}; allowed now: 'fictional'")
+            raise ConfigError(f"ontology must be one of {ONTOLOGIES}, got {self.ontology!r}")
         if self.ordering not in ORDERINGS:
-            raise ValueError(f"ordering must be one of {ORDERINGS}, got {self.ordering!r}")
+            raise ConfigError(f"ordering must be one of {ORDERINGS}, got {self.ordering!r}")
         if not isinstance(self.distractor, bool):
-            raise ValueError(f"distractor must be True or False, got {self.distractor!r}")
+            raise ConfigError(f"distractor must be True or False, got {self.distractor!r}")
         for name in ("min_hops", "max_hops"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_HOPS_ALLOWED:
-                raise ValueError(f"{name} must be an int in 1..{MAX_HOPS_ALLOWED}, got {v!r}")
+                raise ConfigError(f"{name} must be an int in 1..{MAX_HOPS_ALLOWED}, got {v!r}")
         if self.min_hops > self.max_hops:
-            raise ValueError(f"min_hops must be <= max_hops, got {self.min_hops} > {self.max_hops}")
+            raise ConfigError(f"min_hops must be <= max_hops, got {self.min_hops} > {self.max_hops}")
+        if self.ontology == "true" and self.max_hops > max(TRUE_MAX_HOPS):
+            raise ConfigError(f"max_hops: the true ontology's taxonomies are too short for {self.max_hops} hops "
+                              f"(hops allowed 1..{max(TRUE_MAX_HOPS)}; the number taxonomy allows "
+                              f"1..{TRUE_MAX_HOPS[2]}), got max_hops={self.max_hops}")
 
 
 @dataclass(frozen=True)
@@ -110,18 +144,37 @@ class Example:
 
 
 def plural(noun: str) -> str:
-    """English plural of a concept name (wumpus -> wumpuses)."""
-    return noun + "es" if noun.endswith(("s", "x", "sh", "ch")) else noun + "s"
+    """English plural of a concept name (wumpus -> wumpuses, butterfly -> butterflies, prime number ->
+    prime numbers, sheep -> sheep); in a multi-word name only the last word inflects."""
+    if noun in IRREGULAR_PLURALS:
+        return IRREGULAR_PLURALS[noun]
+    head, _, last = noun.rpartition(" ")
+    last = last + "es" if last.endswith(("s", "x", "sh", "ch")) else last + "s"
+    return f"{head} {last}" if head else last
 
 
 def article(noun: str) -> str:
     return "an" if noun[0] in "aeiou" else "a"
 
 
-def vocabulary() -> set[str]:
-    """Every lower-cased word the generator can emit (a closed set of 73 words)."""
-    words = set(FUNCTION_WORDS) | set(FICTIONAL_CONCEPTS) | {plural(c) for c in FICTIONAL_CONCEPTS}
-    words |= {e.lower() for e in ENTITIES} | {p for fam in PROPERTY_FAMILIES for p in fam}
+def _cap(text: str) -> str:
+    """Capitalize the first letter only ('Mersenne primes' and 'prime numbers' keep the rest)."""
+    return text[0].upper() + text[1:]
+
+
+def vocabulary(ontology: str = "fictional") -> set[str]:
+    """Every lower-cased word the generator can emit for ``ontology`` (fictional: a closed set of 73 words;
+    words of multi-word names count separately, hyphenated adjectives and numerals count as one word)."""
+    words = set(FUNCTION_WORDS)
+    if ontology == "true":
+        concepts = {c for t in TRUE_TAXONOMIES for c in t} | set(TRUE_DISTRACTORS.values())
+        words |= {e.lower() for e in ENTITIES} | set(NUMERAL_ENTITIES)
+        words |= {p for opts in TRUE_PROPERTIES.values() for p, _ in opts}
+    else:
+        concepts = set(FICTIONAL_CONCEPTS if ontology == "fictional" else FALSE_CONCEPTS)
+        words |= {e.lower() for e in ENTITIES} | {p for fam in PROPERTY_FAMILIES for p in fam}
+    for c in concepts:
+        words |= set(c.lower().split()) | set(plural(c).lower().split())
     return words
 
 
@@ -130,7 +183,7 @@ def _rule(rng: random.Random, subject: str, obj: str, positive: bool, is_noun: b
     neg = "" if positive else "not "
     u = rng.random()
     if u < 0.5:
-        return f"{plural(subject).capitalize()} are {neg}{plural(obj) if is_noun else obj}."
+        return f"{_cap(plural(subject))} are {neg}{plural(obj) if is_noun else obj}."
     quant = "Every" if u < 0.75 else "Each"
     return f"{quant} {subject} is {neg}{article(obj) + ' ' if is_noun else ''}{obj}."
 
@@ -150,27 +203,61 @@ def _chain_length(rng: random.Random, hops: int) -> int:
             return length
 
 
-def generate_one(cfg: ProntoQAConfig, hops: int, rng: random.Random) -> Example:
-    """One example with exactly ``hops`` hops, drawn from ``rng``."""
-    names = rng.sample(FICTIONAL_CONCEPTS, len(FICTIONAL_CONCEPTS))
+Props = list[tuple[str, bool] | None]  # per chain concept (leaf first): its property and polarity, or none
+
+
+def _drawn_chain(rng: random.Random, hops: int, pool: tuple[str, ...]) -> tuple[list[str], Props, str]:
+    """Fictional/false: a random chain from ``pool`` (one name held out as distractor), one property per
+    non-root concept from distinct families. Returns (chain leaf first, props, distractor concept)."""
+    names = rng.sample(pool, len(pool))[:len(FICTIONAL_CONCEPTS)]
     distractor_concept = names.pop()
     chain = names[:_chain_length(rng, hops)]  # chain[0] = leaf, chain[-1] = root
     families = rng.sample(PROPERTY_FAMILIES, len(chain) - 1)
-    props = [(rng.choice(fam), rng.random() >= NEGATION_PROBABILITY) for fam in families]  # root has none
+    props: Props = [(rng.choice(fam), rng.random() >= NEGATION_PROBABILITY) for fam in families]
+    return chain, props + [None], distractor_concept  # the root has no property
+
+
+def _is_counterfactual(chain: list[str]) -> bool:
+    return any(TRUE_PARENT.get(chain[i]) != chain[i + 1] for i in range(len(chain) - 1))
+
+
+def _true_chain(rng: random.Random, hops: int) -> tuple[list[str], Props, int]:
+    """True: a real taxonomy cut below the start concept. Returns (chain leaf first, props, start index)."""
+    taxonomy = rng.choice([t for t, m in zip(TRUE_TAXONOMIES, TRUE_MAX_HOPS) if m >= hops])  # root first
+    pairs = [(d + hops - 1, d) for d, c in enumerate(taxonomy) if c in TRUE_PROPERTIES and d + hops <= len(taxonomy)]
+    start_depth, _ = pairs[rng.randrange(len(pairs))]  # (start depth, asked-concept depth)
+    bottom = rng.randrange(start_depth, len(taxonomy))  # the context may reach below the start concept
+    chain = list(reversed(taxonomy[:bottom + 1]))
+    props: Props = [rng.choice(TRUE_PROPERTIES[c]) if c in TRUE_PROPERTIES else None for c in chain]
+    return chain, props, bottom - start_depth
+
+
+def generate_one(cfg: ProntoQAConfig, hops: int, rng: random.Random) -> Example:
+    """One example with exactly ``hops`` hops, drawn from ``rng``."""
+    if cfg.ontology == "true":
+        chain, props, start = _true_chain(rng, hops)
+        distractor_concept = TRUE_DISTRACTORS[chain[start + hops - 1]]
+        entity = rng.choice(NUMERAL_ENTITIES if chain[-1] == "number" else ENTITIES)
+    else:
+        pool = FICTIONAL_CONCEPTS if cfg.ontology == "fictional" else FALSE_CONCEPTS
+        chain, props, distractor_concept = _drawn_chain(rng, hops, pool)
+        while cfg.ontology == "false" and not _is_counterfactual(chain):  # at least one is-a link is false
+            chain, props, distractor_concept = _drawn_chain(rng, hops, pool)
 
     # Per node: (property rule, is-a rule to parent), each realized once and reused verbatim in the CoT.
-    prop_rules = [_rule(rng, chain[i], p, pos, False) for i, (p, pos) in enumerate(props)]
-    isa_rules = [_rule(rng, chain[i], chain[i + 1], True, True) for i in range(len(chain) - 1)]
-    order = range(len(chain) - 1) if cfg.ordering != "preorder" else reversed(range(len(chain) - 1))
-    rules = [r for i in order for r in (prop_rules[i], isa_rules[i])]
+    prop_rules = [_rule(rng, c, p[0], p[1], False) if p else None for c, p in zip(chain, props)]
+    isa_rules = [_rule(rng, chain[i], chain[i + 1], True, True) for i in range(len(chain) - 1)] + [None]
+    order = range(len(chain)) if cfg.ordering != "preorder" else reversed(range(len(chain)))
+    rules = [r for i in order for r in (prop_rules[i], isa_rules[i]) if r is not None]
     if cfg.ordering == "random":
         rng.shuffle(rules)
 
-    # The walk's acceptance probability is the same for every start with room for h hops, so rejection
-    # sampling of walks reduces to a uniform start among those (the property node must not be the root).
-    start = rng.randrange(len(chain) - hops)
+    if cfg.ontology != "true":
+        # The walk's acceptance probability is the same for every start with room for h hops, so rejection
+        # sampling of walks reduces to a uniform start among those (the property node must not be the root).
+        start = rng.randrange(len(chain) - hops)
+        entity = rng.choice(ENTITIES)
     target = start + hops - 1
-    entity = rng.choice(ENTITIES)
     prop, positive = props[target]
     if cfg.distractor:
         rules.insert(rng.randrange(len(rules) + 1), _rule(rng, distractor_concept, prop, not positive, False))
@@ -189,10 +276,10 @@ def generate(cfg: ProntoQAConfig, n: int, seed: int) -> list[Example]:
     """``n`` examples from ``random.Random(seed)``; example i has ``min_hops + i % (max_hops - min_hops + 1)``
     hops, so hop counts are as even as ``n`` allows."""
     if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
+        raise ConfigError(f"n must be >= 0, got {n}")
     rng = random.Random(seed)
     k = cfg.max_hops - cfg.min_hops + 1
     return [generate_one(cfg, cfg.min_hops + i % k, rng) for i in range(n)]
 
 
-__all__ = ["ProntoQAConfig", "Example", "generate", "generate_one", "parse_answer", "vocabulary", "plural"]
+__all__ = ["ProntoQAConfig", "TRUE_TAXONOMIES", "TRUE_PARENT", "FALSE_CONCEPTS", "Example", "generate", "generate_one", "parse_answer", "vocabulary", "plural"]

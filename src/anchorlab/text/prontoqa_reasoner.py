@@ -8,7 +8,8 @@ sentence grammar, so it serves as a parse-back self-check of generated labels. W
     >>> parse_answer(ctx, "True or false: Wren is not bright.")
     True
 
-Grammar understood (X, Y nouns; P an adjective; E a capitalized entity):
+Grammar understood (X, Y nouns, maybe multi-word; P an adjective, maybe hyphenated; E a capitalized name or a
+numeral; nouns are compared lower-cased, plurals undone on the last word, "Sheep are ..." is plural):
 ``Every|Each X is [not] a|an Y.``, ``Every|Each X is [not] P.``, ``Xs are [not] Ys.``, ``Xs are [not] P.``,
 ``E is [not] a|an X.``, ``E is [not] P.``. In ``Xs are Ys.`` the object counts as a noun when its singular
 is a noun seen elsewhere; otherwise it is an adjective-like predicate, which is equivalent for chaining
@@ -19,25 +20,33 @@ from __future__ import annotations
 
 import re
 
-_UNIVERSAL_SINGULAR = re.compile(r"^(?:Every|Each) ([a-z]+) is (not )?(?:(a|an) )?([a-z]+)\.$")
-_UNIVERSAL_PLURAL = re.compile(r"^([A-Z][a-z]*) are (not )?([a-z]+)\.$")
-_FACT = re.compile(r"^([A-Z][a-z]*) is (not )?(?:(a|an) )?([a-z]+)\.$")
+_NAME = r"[A-Za-z][a-z-]*(?: [a-z-]+)*"  # a noun phrase or adjective, maybe multi-word or hyphenated
+_UNIVERSAL_SINGULAR = re.compile(rf"^(?:Every|Each) ({_NAME}) is (not )?(?:(a|an) )?({_NAME})\.$")
+_UNIVERSAL_PLURAL = re.compile(rf"^({_NAME}) are (not )?({_NAME})\.$")
+_FACT = re.compile(rf"^([A-Z][a-z]*|[0-9]+) is (not )?(?:(a|an) )?({_NAME})\.$")
 _QUERY = re.compile(r"^True or false: (.+)$")
 
 
-def _singular(word: str) -> str:
-    """Undo English plural morphology (wumpuses -> wumpus, cats -> cat)."""
-    if word.endswith("es") and word[:-2].endswith(("s", "x", "sh", "ch")):
-        return word[:-2]
-    return word[:-1] if word.endswith("s") else word
+def _singular(phrase: str) -> str:
+    """Undo English plural morphology on the last word (wumpuses -> wumpus, butterflies -> butterfly,
+    prime numbers -> prime number); words without a final s (sheep) are left as they are."""
+    head, _, word = phrase.rpartition(" ")
+    if word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif word.endswith("es") and word[:-2].endswith(("s", "x", "sh", "ch")):
+        word = word[:-2]
+    elif word.endswith("s"):
+        word = word[:-1]
+    return f"{head} {word}" if head else word
 
 
 def _parse_fact(sentence: str) -> tuple[str, str, bool]:
-    """'Max is not small.' -> ('Max', 'small', False); nouns keep their singular form."""
+    """'Max is not small.' -> ('Max', 'small', False); predicates are lower-cased ('7 is a Mersenne prime.'
+    -> ('7', 'mersenne prime', True))."""
     m = _FACT.match(sentence)
     if m is None or m.group(1) in ("Every", "Each"):
         raise ValueError(f"not a fact sentence: {sentence!r}")
-    return m.group(1), m.group(4), m.group(2) is None
+    return m.group(1), m.group(4).lower(), m.group(2) is None
 
 
 def parse_answer(context_sentences: list[str], query: str) -> bool:
@@ -53,14 +62,15 @@ def parse_answer(context_sentences: list[str], query: str) -> bool:
     for s in context_sentences:
         if m := _UNIVERSAL_SINGULAR.match(s):
             subj, neg, article, obj = m.groups()
+            subj, obj = subj.lower(), obj.lower()
             nouns.add(subj)
             if article:
                 nouns.add(obj)
             rules.append((subj, obj, neg is None, False))
-        elif (m := _UNIVERSAL_PLURAL.match(s)) and m.group(1)[0].isupper() and m.group(1).lower().endswith("s"):
+        elif (m := _UNIVERSAL_PLURAL.match(s)) and m.group(1)[0].isupper():
             subj = _singular(m.group(1).lower())
             nouns.add(subj)
-            rules.append((subj, m.group(3), m.group(2) is None, True))
+            rules.append((subj, m.group(3).lower(), m.group(2) is None, True))
         else:
             entity, pred, positive = _parse_fact(s)
             if _FACT.match(s).group(3):  # 'is a/an X': X is a noun
