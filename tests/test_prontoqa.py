@@ -1,4 +1,5 @@
-"""PrOntoQA generator: format, proof structure, parse-back labels, balance, determinism, closed vocabulary."""
+"""PrOntoQA generator: format, proof structure, parse-back labels, balance, determinism, closed vocabulary;
+the property tests run for each ontology (fictional, true, false)."""
 
 from __future__ import annotations
 
@@ -7,35 +8,54 @@ from collections import Counter
 
 import pytest
 
+from anchorlab.config import ConfigError
 from anchorlab.text.prontoqa import (
     ENTITIES,
+    FALSE_CONCEPTS,
     FICTIONAL_CONCEPTS,
+    NUMERAL_ENTITIES,
+    ONTOLOGIES,
     PROPERTY_FAMILIES,
+    TRUE_DISTRACTORS,
+    TRUE_PARENT,
+    TRUE_PROPERTIES,
+    TRUE_TAXONOMIES,
     ProntoQAConfig,
+    article,
     generate,
     parse_answer,
     plural,
     vocabulary,
 )
 
-ISA_SINGULAR = re.compile(r"^(?:Every|Each) ([a-z]+) is (?:a|an) ([a-z]+)\.$")
-ISA_PLURAL = re.compile(r"^([A-Z][a-z]+) are ([a-z]+)\.$")
-PLURALS = {plural(c): c for c in FICTIONAL_CONCEPTS}
+ISA_SINGULAR = re.compile(r"^(?:Every|Each) (.+?) is (?:a|an) (.+)\.$")
+ISA_PLURAL = re.compile(r"^(.+?) are (.+)\.$")
+ALL_CONCEPTS = (set(FICTIONAL_CONCEPTS) | set(FALSE_CONCEPTS) | {c for t in TRUE_TAXONOMIES for c in t}
+                | set(TRUE_DISTRACTORS.values()))
+PLURALS = {plural(c).lower(): c for c in ALL_CONCEPTS}  # lower-cased plural -> concept name
+FICTIONAL_PLURALS = {plural(c): c for c in FICTIONAL_CONCEPTS}
 PROPERTIES = {p for fam in PROPERTY_FAMILIES for p in fam}
 
 
-@pytest.fixture(scope="module")
-def examples():
-    return generate(ProntoQAConfig(min_hops=1, max_hops=5), 400, seed=0)
+@pytest.fixture(scope="module", params=ONTOLOGIES)
+def examples(request):
+    return generate(ProntoQAConfig(ontology=request.param, min_hops=1, max_hops=5), 400, seed=0)
 
 
 def isa_edge(sentence: str) -> tuple[str, str] | None:
-    """(child, parent) of an is-a rule between chain concepts, else None."""
+    """(child, parent) of an is-a rule between concepts, else None."""
     if m := ISA_SINGULAR.match(sentence):
         return m.group(1), m.group(2)
     if (m := ISA_PLURAL.match(sentence)) and m.group(2) in PLURALS:
         return PLURALS[m.group(1).lower()], PLURALS[m.group(2)]
     return None
+
+
+def subject(sentence: str) -> str:
+    """The concept a universal rule is about ('Prime numbers are prime.' -> 'prime number')."""
+    if m := re.match(r"^(?:Every|Each) (.+?) is ", sentence):
+        return m.group(1)
+    return PLURALS[re.match(r"^(.+?) are ", sentence).group(1).lower()]
 
 
 def test_reference_samples_parse_back():
@@ -92,22 +112,25 @@ def test_text_format(examples):
     assert ex.to_json()["answer"] in ("True", "False") and ex.to_json()["question"] == " ".join(ex.context)
 
 
-def test_labels_balanced():
-    answers = [ex.answer for ex in generate(ProntoQAConfig(), 1000, seed=1)]
+@pytest.mark.parametrize("ontology", ONTOLOGIES)
+def test_labels_balanced(ontology):
+    answers = [ex.answer for ex in generate(ProntoQAConfig(ontology=ontology), 1000, seed=1)]
     assert 0.4 <= sum(answers) / len(answers) <= 0.6
 
 
-def test_deterministic_per_seed_and_varies_across_seeds():
-    cfg = ProntoQAConfig()
+@pytest.mark.parametrize("ontology", ONTOLOGIES)
+def test_deterministic_per_seed_and_varies_across_seeds(ontology):
+    cfg = ProntoQAConfig(ontology=ontology)
     a, b, c = generate(cfg, 50, seed=7), generate(cfg, 50, seed=7), generate(cfg, 50, seed=8)
     assert [e.text for e in a] == [e.text for e in b]
     assert sum(x.text != y.text for x, y in zip(a, c)) >= 45
 
 
-def test_closed_vocabulary(examples):
+def test_closed_vocabulary():
+    examples = generate(ProntoQAConfig(min_hops=1, max_hops=5), 400, seed=0)
     vocab = vocabulary()
     expected = ({"every", "each", "is", "are", "not", "a", "an", "true", "or", "false", "q"}
-                | set(FICTIONAL_CONCEPTS) | set(PLURALS) | {e.lower() for e in ENTITIES} | PROPERTIES)
+                | set(FICTIONAL_CONCEPTS) | set(FICTIONAL_PLURALS) | {e.lower() for e in ENTITIES} | PROPERTIES)
     assert vocab == expected and len(vocab) == 11 + 10 + 10 + 9 + 33
     seen = Counter()
     for ex in examples:
@@ -117,9 +140,10 @@ def test_closed_vocabulary(examples):
     assert "all" not in seen and "no" not in seen
 
 
-@pytest.mark.parametrize("lo,hi", [(1, 5), (2, 4), (3, 3), (6, 8)])
-def test_hops_honour_min_max(lo, hi):
-    exs = generate(ProntoQAConfig(min_hops=lo, max_hops=hi), 60, seed=3)
+@pytest.mark.parametrize("ontology,lo,hi", [(o, lo, hi) for o in ONTOLOGIES for lo, hi in [(1, 5), (2, 4), (3, 3)]]
+                         + [("fictional", 6, 8), ("false", 6, 8), ("true", 6, 7)])
+def test_hops_honour_min_max(ontology, lo, hi):
+    exs = generate(ProntoQAConfig(ontology=ontology, min_hops=lo, max_hops=hi), 60, seed=3)
     counts = Counter(ex.hops for ex in exs)
     assert set(counts) == set(range(lo, hi + 1))
     assert max(counts.values()) - min(counts.values()) <= 1
@@ -139,7 +163,8 @@ def test_surface_form_and_negation_frequencies(examples):
     assert abs(forms["plural"] / total - 0.5) < 0.04
     assert abs(forms["Every"] / total - 0.25) < 0.04 and abs(forms["Each"] / total - 0.25) < 0.04
     # property rules: negated 1/3 of the time; the distractor has the opposite polarity of the asked rule
-    assert 0.25 < sum(prop_negated) / len(prop_negated) < 0.42
+    if examples[0].ontology != "true":  # true-ontology polarities are fixed facts
+        assert 0.25 < sum(prop_negated) / len(prop_negated) < 0.42
     assert any(s.startswith("An ") or " an " in s for ex in examples for s in ex.context)  # "an impus"
 
 
@@ -149,23 +174,28 @@ def test_distractor_and_context_structure(examples):
         chain = [edges[0][0]] + [p for _, p in edges]  # postorder: leaf first
         assert all(edges[i][1] == edges[i + 1][0] for i in range(len(edges) - 1))
         rules = ex.context[:-1]
-        assert len(rules) == 2 * len(edges) + 1  # property + is-a per non-root node, plus the distractor
-        subjects = {s.split()[1] if s.split()[0] in ("Every", "Each") else PLURALS[s.split()[0].lower()]
-                    for s in rules}
-        outsiders = subjects - set(chain)
+        # a property rule per non-root node (true: per node with a fixed property), plus the distractor
+        n_props = len(edges) if ex.ontology != "true" else sum(c in TRUE_PROPERTIES for c in chain)
+        assert len(rules) == len(edges) + n_props + 1
+        outsiders = {subject(s) for s in rules} - set(chain)
         assert len(outsiders) == 1  # the held-out distractor concept
         (d,) = outsiders
-        (dist_rule,) = [s for s in rules if d in s or plural(d).capitalize() in s]
+        (dist_rule,) = [s for s in rules if subject(s) == d]
         asked = ex.chain_of_thought[-2]  # the property rule the proof uses
         prop = asked.rstrip(".").split()[-1]
         assert dist_rule.rstrip(".").split()[-1] == prop and ((" not " in dist_rule) != (" not " in asked))
-    no_d = generate(ProntoQAConfig(distractor=False), 50, seed=0)
-    assert all(len(ex.context) % 2 == 1 for ex in no_d)  # 2 rules per non-root node + premise
+        if ex.ontology == "true":
+            assert d == TRUE_DISTRACTORS[subject(asked)]
+    no_d = generate(ProntoQAConfig(ontology=examples[0].ontology, distractor=False), 50, seed=0)
+    for ex in no_d:
+        chain = {c for s in ex.context if (e := isa_edge(s)) for c in e}
+        assert {subject(s) for s in ex.context[:-1]} <= chain
 
 
+@pytest.mark.parametrize("ontology", ONTOLOGIES)
 @pytest.mark.parametrize("ordering", ["preorder", "random"])
-def test_orderings(ordering):
-    exs = generate(ProntoQAConfig(ordering=ordering, min_hops=3, max_hops=5), 60, seed=5)
+def test_orderings(ordering, ontology):
+    exs = generate(ProntoQAConfig(ontology=ontology, ordering=ordering, min_hops=3, max_hops=5), 60, seed=5)
     in_order = 0
     for ex in exs:
         assert parse_answer(list(ex.context), ex.query) == ex.answer
@@ -180,8 +210,72 @@ def test_orderings(ordering):
 @pytest.mark.parametrize("kwargs,field", [
     ({"ontology": "fantasy"}, "ontology"), ({"ordering": "inorder"}, "ordering"), ({"min_hops": 0}, "min_hops"),
     ({"max_hops": 9}, "max_hops"), ({"min_hops": 4, "max_hops": 2}, "min_hops"), ({"distractor": "yes"}, "distractor"),
-    ({"ontology": "true"}, "ontology"), ({"ontology": "false"}, "ontology"),
+    ({"ontology": "true", "max_hops": 8}, "max_hops"),
 ])
 def test_invalid_config_raises_naming_field(kwargs, field):
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(ConfigError, match=field):
         ProntoQAConfig(**kwargs)
+
+
+def test_true_ontology_too_short_names_hops():
+    with pytest.raises(ConfigError, match="hops") as err:
+        ProntoQAConfig(ontology="true", min_hops=8, max_hops=8)
+    assert "1..7" in str(err.value)
+    ProntoQAConfig(ontology="true", min_hops=7, max_hops=7)  # the animal taxonomies reach 7 hops
+    exs = generate(ProntoQAConfig(ontology="true", min_hops=6, max_hops=7), 40, seed=0)
+    assert not any(ex.context[-1][0].isdigit() for ex in exs)  # the number taxonomy allows only 5
+
+
+def test_plurals_and_articles():
+    pairs = {"cat": "cats", "butterfly": "butterflies", "sheep": "sheep", "prime number": "prime numbers",
+             "painted lady": "painted ladies", "wumpus": "wumpuses", "Mersenne prime": "Mersenne primes",
+             "tabby": "tabbies", "real number": "real numbers"}
+    assert {c: plural(c) for c in pairs} == pairs
+    assert [article(c) for c in ("animal", "insect", "integer", "cat", "Mersenne prime")] == \
+        ["an", "an", "an", "a", "a"]
+
+
+def test_reasoner_reads_real_word_sentences():
+    ctx = ["Mersenne primes are prime numbers.", "Every prime number is not composite.", "Sheep are snakes.",
+           "Each snake is warm-blooded.", "Butterflies are painted ladies.", "Painted ladies are not small.",
+           "7 is a Mersenne prime.", "Sam is a sheep.", "Fae is a butterfly."]
+    assert parse_answer(ctx, "True or false: 7 is not composite.") is True
+    assert parse_answer(ctx, "True or false: Sam is warm-blooded.") is True
+    assert parse_answer(ctx, "True or false: Fae is small.") is False
+
+
+def test_true_ontology_states_only_real_facts():
+    exs = generate(ProntoQAConfig(ontology="true", min_hops=1, max_hops=7), 350, seed=2)
+    taxonomies_seen = set()
+    for ex in exs:
+        edges = [e for s in ex.context if (e := isa_edge(s))]
+        assert all(TRUE_PARENT[child] == parent for child, parent in edges), ex.text
+        start = ex.context[-1].removesuffix(".").split(" is ")[1].split(" ", 1)[1]  # '7 is a Mersenne prime.'
+        (taxonomy,) = [t for t in TRUE_TAXONOMIES if start in t and (start != "animal" or not edges
+                                                                       or edges[0][0] in t)]
+        root = taxonomy[0]
+        taxonomies_seen.add(taxonomy)
+        asked = subject(ex.chain_of_thought[-2])
+        for s in ex.context[:-1]:
+            if isa_edge(s) is None:  # property rule: a fixed fact of its concept, or the one distractor
+                c, prop, positive = subject(s), s.rstrip(".").split()[-1], " not " not in s
+                assert (prop, positive) in TRUE_PROPERTIES.get(c, ()) or c == TRUE_DISTRACTORS[asked], s
+        entity = ex.context[-1].split()[0]
+        assert entity in (NUMERAL_ENTITIES if root == "number" else ENTITIES)
+    assert taxonomies_seen == set(TRUE_TAXONOMIES)  # all three taxonomies occur
+
+
+def test_false_chains_are_counterfactual():
+    exs = generate(ProntoQAConfig(ontology="false", min_hops=1, max_hops=5), 300, seed=4)
+    for ex in exs:
+        edges = [e for s in ex.context if (e := isa_edge(s))]
+        assert all(c in FALSE_CONCEPTS for e in edges for c in e)
+        assert any(TRUE_PARENT.get(child) != parent for child, parent in edges), ex.text
+
+
+@pytest.mark.parametrize("ontology", ["true", "false"])
+def test_real_word_vocabulary_closed(ontology):
+    exs = generate(ProntoQAConfig(ontology=ontology, min_hops=1, max_hops=5), 200, seed=6)
+    vocab = vocabulary(ontology)
+    seen = {w.lower() for ex in exs for w in re.findall(r"[A-Za-z0-9-]+", ex.text)}
+    assert seen <= vocab and len(seen) > 0.8 * len(vocab)

@@ -226,7 +226,8 @@ def _true_chain(rng: random.Random, hops: int) -> tuple[list[str], Props, int]:
     taxonomy = rng.choice([t for t, m in zip(TRUE_TAXONOMIES, TRUE_MAX_HOPS) if m >= hops])  # root first
     pairs = [(d + hops - 1, d) for d, c in enumerate(taxonomy) if c in TRUE_PROPERTIES and d + hops <= len(taxonomy)]
     start_depth, _ = pairs[rng.randrange(len(pairs))]  # (start depth, asked-concept depth)
-    bottom = rng.randrange(start_depth, len(taxonomy))  # the context may reach below the start concept
+    # The context may reach below the start concept, and has >= 2 concepts (as every fictional chain).
+    bottom = rng.randrange(max(start_depth, 1), len(taxonomy))
     chain = list(reversed(taxonomy[:bottom + 1]))
     props: Props = [rng.choice(TRUE_PROPERTIES[c]) if c in TRUE_PROPERTIES else None for c in chain]
     return chain, props, bottom - start_depth
@@ -282,4 +283,5 @@ def generate(cfg: ProntoQAConfig, n: int, seed: int) -> list[Example]:
     return [generate_one(cfg, cfg.min_hops + i % k, rng) for i in range(n)]
 
 
-__all__ = ["ProntoQAConfig", "TRUE_TAXONOMIES", "TRUE_PARENT", "FALSE_CONCEPTS", "Example", "generate", "generate_one", "parse_answer", "vocabulary", "plural"]
+__all__ = ["ProntoQAConfig", "TRUE_TAXONOMIES", "TRUE_PARENT", "FALSE_CONCEPTS", "Example",
+            "generate", "generate_one", "parse_answer", "vocabulary", "plural"]

@@ -22,7 +22,7 @@ import re
 
 _NAME = r"[A-Za-z][a-z-]*(?: [a-z-]+)*"  # a noun phrase or adjective, maybe multi-word or hyphenated
 _UNIVERSAL_SINGULAR = re.compile(rf"^(?:Every|Each) ({_NAME}) is (not )?(?:(a|an) )?({_NAME})\.$")
-_UNIVERSAL_PLURAL = re.compile(rf"^({_NAME}) are (not )?({_NAME})\.$")
+_UNIVERSAL_PLURAL = re.compile(rf"^(?!(?:All|No|Some|Every|Each) )({_NAME}) are (not )?({_NAME})\.$")
 _FACT = re.compile(rf"^([A-Z][a-z]*|[0-9]+) is (not )?(?:(a|an) )?({_NAME})\.$")
 _QUERY = re.compile(r"^True or false: (.+)$")
 
