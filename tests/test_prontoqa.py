@@ -245,6 +245,13 @@ def test_reasoner_reads_real_word_sentences():
 
 
 def test_true_ontology_states_only_real_facts():
+    assert TRUE_TAXONOMIES == (  # the real taxonomies as PRONTOQA.md lists them (without the bracketed levels)
+        ("animal", "vertebrate", "mammal", "carnivore", "feline", "cat", "tabby"),
+        ("animal", "invertebrate", "arthropod", "insect", "lepidopteran", "butterfly", "painted lady"),
+        ("number", "real number", "integer", "natural number", "prime number", "Mersenne prime"))
+    assert {k: TRUE_DISTRACTORS[k] for k in ("mammal", "cat", "insect", "butterfly", "prime number")} == {
+        "mammal": "reptile", "cat": "dog", "insect": "crustacean", "butterfly": "moth",
+        "prime number": "composite number"}
     exs = generate(ProntoQAConfig(ontology="true", min_hops=1, max_hops=7), 350, seed=2)
     taxonomies_seen = set()
     for ex in exs:

@@ -9,6 +9,11 @@ Clean-room implementation from the facts in ``shared/PRONTOQA.md`` (no reference
    sentences.
 3. Query: the derived fact (answer True) or its negation (answer False), probability 1/2 each.
 
+Ontologies: ``fictional`` (above); ``true``: one of three real taxonomies (cat, butterfly, Mersenne prime),
+cut below the start concept, with fixed real properties and a real distractor (``TRUE_*`` tables);
+``false``: real animal words (``FALSE_CONCEPTS``) in a random chain with at least one false is-a link,
+properties drawn as for ``fictional``. See docs/prontoqa.md for which facts were inferred.
+
 Worked example (``generate(ProntoQAConfig(min_hops=1, max_hops=1), 1, seed)`` renders like)::
 
     Q: Jompuses are not bright. Jompuses are vumpuses. Every zumpus is bright. Wren is a jompus.
