@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +167,18 @@ def load_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimize
             p = by_name[pname]
             optimizer.state[p][field] = v if field == "step" else v.to(device)
     return int(meta["step"]), int(meta["epoch"])
+
+
+def start_or_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer, status: str,
+                    first_eval: Callable[[], dict[str, Any]]) -> tuple[int, int, dict[str, Any], bool]:
+    """Begin a run opened with ``status`` (:func:`open_run`): resume from the last epoch boundary (metrics
+    after it dropped), or start fresh (step-0 checkpoint, then ``first_eval()`` logs the step-0 record).
+    Returns (step, start epoch, last metrics record, resumed)."""
+    resumed = load_resume(run_dir, model, optimizer) if status == "resume" else None
+    if resumed is None:
+        (Path(run_dir) / METRICS).unlink(missing_ok=True)
+        save_checkpoint(run_dir, model, 0, 0)
+        return 0, 0, first_eval(), False
+    step, epoch = resumed
+    truncate_metrics(run_dir, step)
+    return step, epoch, read_metrics(run_dir)[-1], True

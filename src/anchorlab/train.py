@@ -82,16 +82,7 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
         rundir.append_metrics(run_dir, rec)
         return rec
 
-    resumed = rundir.load_resume(run_dir, model, opt) if status == "resume" else None
-    if resumed is None:
-        step, start_epoch = 0, 0
-        (run_dir / rundir.METRICS).unlink(missing_ok=True)
-        rundir.save_checkpoint(run_dir, model, 0, 0)
-        last = eval_record(0, 0, None)
-    else:
-        step, start_epoch = resumed
-        rundir.truncate_metrics(run_dir, step)
-        last = rundir.read_metrics(run_dir)[-1]
+    step, start_epoch, last, _ = rundir.start_or_resume(run_dir, model, opt, status, lambda: eval_record(0, 0, None))
 
     bar = None
     if progress is None and show_progress:

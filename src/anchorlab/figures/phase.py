@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +22,20 @@ def p1_fig2(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False
     g = phase_grid(rows, x="init.gamma", y="model.n_layers", metrics=metrics, use_best_epoch=use_best_epoch)
     fig = plot_phase_diagrams(g["xs"], g["ys"], {"symmetric (4,3) → x−6": g[metrics[0]],
                                                  "inferential (4,3) → x−10": g[metrics[1]]}, g["mask"])
-    out = Path(out)
+    return _save_grid(fig, g, metrics, Path(out), "p1-fig2", lambda xv, yv: {"gamma": xv, "n_layers": yv})
+
+
+def _save_grid(fig: Any, g: dict[str, Any], metrics: tuple[str, ...], out: Path, name: str,
+               coords: Callable[[Any, Any], dict[str, Any]]) -> Path:
+    """``out/name.png`` and one CSV row per cell: ``coords(x, y)``, the metrics, seen-test accuracy,
+    hatching and the number of seeds averaged."""
     out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "p1-fig2.png")
-    table: list[dict[str, Any]] = []
-    for i, yv in enumerate(g["ys"]):
-        for j, xv in enumerate(g["xs"]):
-            table.append({"gamma": xv, "n_layers": yv, **{m: g[m][i, j] for m in (*metrics, "seen_test_acc")},
-                          "hatched": bool(g["mask"][i, j]), "n_seeds": int(g["n_seeds"][i, j])})
-    write_csv(table, out / "p1-fig2.csv")
-    return out / "p1-fig2.png"
+    fig.savefig(out / f"{name}.png")
+    table = [{**coords(xv, yv), **{m: g[m][i, j] for m in (*metrics, "seen_test_acc")},
+              "hatched": bool(g["mask"][i, j]), "n_seeds": int(g["n_seeds"][i, j])}
+             for i, yv in enumerate(g["ys"]) for j, xv in enumerate(g["xs"])]
+    write_csv(table, out / f"{name}.csv")
+    return out / f"{name}.png"
 
 
 def _lr_wd_rows(sweep_dir: Path) -> tuple[list[dict[str, Any]], str]:
@@ -62,13 +67,4 @@ def p1_fig14(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = Fals
     g = phase_grid(rows, x="weight_decay", y="peak_lr", metrics=metrics, use_best_epoch=use_best_epoch)
     fig = plot_phase_diagrams(g["xs"], g["ys"], {f"inferential (4,3) → x−10\n{setting}": g[metrics[0]]},
                               g["mask"], xlabel="weight decay", ylabel="peak learning rate")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "p1-fig14.png")
-    table: list[dict[str, Any]] = []
-    for i, yv in enumerate(g["ys"]):
-        for j, xv in enumerate(g["xs"]):
-            table.append({"peak_lr": yv, "weight_decay": xv, **{m: g[m][i, j] for m in (*metrics, "seen_test_acc")},
-                          "hatched": bool(g["mask"][i, j]), "n_seeds": int(g["n_seeds"][i, j])})
-    write_csv(table, out / "p1-fig14.csv")
-    return out / "p1-fig14.png"
+    return _save_grid(fig, g, metrics, Path(out), "p1-fig14", lambda xv, yv: {"peak_lr": yv, "weight_decay": xv})

@@ -282,16 +282,8 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, show_progress: bool = Tru
         rundir.append_metrics(run_dir, rec)
         return rec
 
-    resumed = rundir.load_resume(run_dir, model, opt) if status == "resume" else None
-    if resumed is None:
-        step, start_epoch = 0, 0
-        (run_dir / rundir.METRICS).unlink(missing_ok=True)
-        rundir.save_checkpoint(run_dir, model, 0, 0)
-        last = eval_record(0, 0)
-    else:
-        step, start_epoch = resumed
-        rundir.truncate_metrics(run_dir, step)
-        last = rundir.read_metrics(run_dir)[-1]
+    step, start_epoch, last, resumed = rundir.start_or_resume(run_dir, model, opt, status, lambda: eval_record(0, 0))
+    if resumed:
         running = rundir.read_json(run_dir / rundir.CKPT_DIR / RUNNING)
         if running["step"] == step:  # the running train loss since the last evaluation, saved with the state
             run_sum.copy_(torch.tensor(running["sums"]))
