@@ -124,10 +124,38 @@ def test_figure_rejects_a_non_lm_run(tmp_path):
     ("model.n_head=3", "model.n_head"), ("data.foo=1", "data.foo"), ("init.convention='xyz'", "init.convention"),
     ("init.gamma=-1", "init.gamma"), ("data.tokenizer='wordpiece'", "data.tokenizer"),
     ("train.batch_size=0", "train.batch_size"), ("data.max_hops=9", "data.max_hops"),
+    ("data.ontology='mixed'", "data.ontology"), ("data.ordering='sorted'", "data.ordering"),
 ])
 def test_config_errors_name_the_field(override, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         tiny(override)
+
+
+def test_ontology_option_reaches_the_generator(tmp_path):
+    assert tiny("data.ontology=true").data.ontology == "true"  # --set parses `true` as a bool; the field takes it
+    with pytest.raises(ConfigError, match=r"data\.max_hops.*1\.\.7"):
+        tiny("data.ontology='true'", "data.max_hops=8")
+    from anchorlab.text.lm import build_data
+    from anchorlab.text.mix import load_mix
+    from anchorlab.text.tokenizers import load_tokenizer
+
+    cfg = tiny("data.ontology='false'", "data.n_stories=0", "data.n_test_stories=0", "data.tokenizer='gpt2_compact'",
+               "data.distractor=false")
+    build_data(cfg, tmp_path / "data")
+    tok = load_tokenizer(tmp_path / "data" / "tokenizer.json")
+    text = tok.decode(load_mix(tmp_path / "data" / "train")[0].inputs[0].tolist())
+    assert "mammal" in text or "animal" in text or "vertebrate" in text, text  # real concept words, not wumpus
+    assert "umpus" not in text
+
+
+def test_compact_gpt2_run(tmp_path):
+    """data.tokenizer = "gpt2_compact": GPT-2's segmentation with the used ids only; labels are single tokens."""
+    d = tmp_path / "r"
+    s = train_lm(tiny("data.tokenizer='gpt2_compact'", "train.epochs=1"), d, show_progress=False)
+    rec = json.loads((d / "data" / "train" / "mix.json").read_text())
+    assert rec["tokenizer"].startswith("gpt2-compact") and rec["vocab_size"] < 2000
+    assert build_lm(read_lm_config(d), rec["vocab_size"], 0).get_input_embeddings().weight.shape[0] == rec["vocab_size"]
+    assert 0.0 <= s["test_acc_prontoqa"] <= 1.0
 
 
 def test_bpe_too_small_for_the_labels_names_the_field(tmp_path):

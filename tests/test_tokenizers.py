@@ -76,3 +76,23 @@ def test_corpus_stats_table_rows(monkeypatch, tmp_path):
     assert len(lines) == 2 + 2 * 2
     assert lines[2].startswith("| stand-in (generate_standin) | GPT-2 | 30 |")
     assert lines[5].startswith("| PrOntoQA (fictional, 1-5 hops) | own BPE-1024 | 30 |")
+
+
+def test_compact_gpt2_keeps_gpt2_segmentation_with_a_small_vocabulary(gpt2, tmp_path):
+    from anchorlab.text.tokenizers import compact
+
+    texts = STRINGS[2:] + ["Every wumpus is a yumpus. True or false: Wren is not bright."]
+    tok = compact(gpt2, texts)
+    used = sorted({i for s in texts for i in gpt2.encode(s)} | {gpt2.eos_id})
+    assert tok.vocab_size == len(used) < 100
+    assert tok.name == f"gpt2-compact{len(used)}"
+    assert tok.eos_id == len(used) - 1  # 50256 is the largest GPT-2 id, so it is renumbered last
+    for s in texts:
+        ids = tok.encode(s)
+        assert [used[i] for i in ids] == gpt2.encode(s)  # same tokens, renumbered in increasing order
+        assert tok.decode(ids) == s
+    assert tok.encode_batch(texts) == [tok.encode(s) for s in texts]
+    with pytest.raises(KeyError, match="not in the compact vocabulary"):
+        tok.encode("Hello world")
+    back = load_tokenizer(tok.save(tmp_path / "tokenizer.json"))
+    assert back.base_ids == tok.base_ids and back.encode(texts[-1]) == tok.encode(texts[-1])

@@ -308,6 +308,8 @@ def _coerce(value: Any, tp: Any, name: str) -> Any:
     """Check `value` against the annotation `tp`, converting lists to tuples and ints to floats."""
     origin, args = get_origin(tp), get_args(tp)
     if origin is Literal:
+        if isinstance(value, bool) and str(value).lower() in args:  # --set data.ontology=true parses as a bool
+            value = str(value).lower()
         if value not in args:
             raise ConfigError(f"{name}: got {value!r}; allowed values are {', '.join(map(repr, args))}")
         return value

@@ -29,10 +29,15 @@ class LMDataConfig:
     n_test_stories: int = 500
     min_hops: int = 1
     max_hops: int = 5
+    ontology: Literal["fictional", "true", "false"] = "fictional"  # PrOntoQA's ontology (PRONTOQA.md)
+    ordering: Literal["postorder", "preorder", "random"] = "postorder"  # order of the context sentences
+    distractor: bool = True  # PrOntoQA's distractor sentence
     # "standin" (offline generator, NOT TinyStories), "sample" (the real 754-story sample, see
     # anchorlab.text.stories.sample_path), "hf" (roneneldan/TinyStories, online) or a .txt/.jsonl/.parquet path
     stories: str = "standin"
-    tokenizer: Literal["gpt2", "bpe"] = "gpt2"
+    # "gpt2": GPT-2's BPE, 50,257 ids; "gpt2_compact": the same segmentation, ids restricted to those the
+    # run's texts use (~5k; a CPU-sized softmax); "bpe": a byte-level BPE of bpe_vocab trained on the texts
+    tokenizer: Literal["gpt2", "gpt2_compact", "bpe"] = "gpt2"
     bpe_vocab: int = 1024  # only for tokenizer = "bpe": trained on the training texts of both sources
     n_ctx: int = 256
 
@@ -45,6 +50,10 @@ class LMDataConfig:
         for f in ("min_hops", "max_hops"):
             _check(1 <= getattr(self, f) <= 8, f"data.{f}", "an integer in 1..8")
         _check(self.min_hops <= self.max_hops, "data.min_hops", f"an integer <= max_hops = {self.max_hops}")
+        if self.ontology == "true":
+            from anchorlab.text.prontoqa import TRUE_MAX_HOPS
+            _check(self.max_hops <= max(TRUE_MAX_HOPS), "data.max_hops",
+                   f"an integer in 1..{max(TRUE_MAX_HOPS)} with ontology = 'true' (its taxonomies are shorter)")
         _check(self.stories != "", "data.stories", "'standin', 'sample', 'hf' or a stories file path")
         _check(258 <= self.bpe_vocab <= 65536, "data.bpe_vocab", "an integer in 258..65536")
         _check(self.n_ctx >= 8, "data.n_ctx", "an integer >= 8")

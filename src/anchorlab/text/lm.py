@@ -4,7 +4,8 @@ The run directory follows :mod:`anchorlab.rundir` (``config.json`` holds an ``LM
 
     data/train/mix.{safetensors,json}   the training rows (built once, then read back: resume needs no generator)
     data/test/mix.{safetensors,json}    held-out rows (PrOntoQA: another seed; stories: the ones after training)
-    data/tokenizer.json                 only for data.tokenizer = "bpe" (trained on the training texts)
+    data/tokenizer.json                 for data.tokenizer = "bpe" (trained on the training texts) and
+                                        "gpt2_compact" (the GPT-2 ids that the train and test texts use)
     metrics.jsonl                       per evaluation: step, epoch, lr, train_loss (running, since the last
                                         evaluation), {train,test}_loss_{prontoqa,stories}, {train,test}_acc_prontoqa,
                                         emb_cos_{prontoqa,stories}[_all]
@@ -59,10 +60,11 @@ def build_data(cfg: LMRunConfig, directory: Path) -> None:
     """Generate, tokenize and save the train / test mixes (and the BPE) under ``directory``, atomically."""
     from anchorlab.text.prontoqa import ProntoQAConfig, generate
     from anchorlab.text.stories import load_stories
-    from anchorlab.text.tokenizers import gpt2_tokenizer, train_bpe
+    from anchorlab.text.tokenizers import compact, gpt2_tokenizer, train_bpe
 
     dc, seed = cfg.data, cfg.seeds.data_seed
-    pcfg = ProntoQAConfig(min_hops=dc.min_hops, max_hops=dc.max_hops)
+    pcfg = ProntoQAConfig(ontology=dc.ontology, min_hops=dc.min_hops, max_hops=dc.max_hops, ordering=dc.ordering,
+                          distractor=dc.distractor)
     qa_train = [e.text for e in generate(pcfg, dc.n_prontoqa, seed)]
     qa_test = [e.text for e in generate(pcfg, dc.n_test_prontoqa, seed + _TEST_SEED_OFFSET)]
     n_st = dc.n_stories + dc.n_test_stories
@@ -78,6 +80,9 @@ def build_data(cfg: LMRunConfig, directory: Path) -> None:
     tmp.mkdir(parents=True)
     if dc.tokenizer == "bpe":
         tok = train_bpe(qa_train + st_train, dc.bpe_vocab)
+        tok.save(tmp / TOKENIZER)
+    elif dc.tokenizer == "gpt2_compact":
+        tok = compact(gpt2_tokenizer(), qa_train + st_train + qa_test + st_test)
         tok.save(tmp / TOKENIZER)
     else:
         tok = gpt2_tokenizer()
@@ -96,7 +101,7 @@ def load_data(run_dir: Path, cfg: LMRunConfig) -> tuple[TextMix, TextMix, Any]:
     d = Path(run_dir) / DATA
     if not d.is_dir():
         build_data(cfg, d)
-    tok = load_tokenizer(d / TOKENIZER) if cfg.data.tokenizer == "bpe" else gpt2_tokenizer()
+    tok = gpt2_tokenizer() if cfg.data.tokenizer == "gpt2" else load_tokenizer(d / TOKENIZER)
     return load_mix(d / "train")[0], load_mix(d / "test")[0], tok
 
 
@@ -263,7 +268,8 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, show_progress: bool = Tru
     total_steps = steps_per_epoch * tc.epochs
 
     model = build_lm(cfg, tok.vocab_size, tok.eos_id).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
+    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay,
+                            fused=device.type in ("cpu", "cuda"))
     run_sum = torch.zeros(len(SOURCES), 2)  # running per-source train loss since the last evaluation
 
     def eval_record(step: int, epoch: int) -> dict[str, Any]:
