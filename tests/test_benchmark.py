@@ -1,0 +1,25 @@
+"""benchmarks/throughput.py runs end to end on a tiny model (not a timing test: speed is never asserted)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import throughput
+
+
+def test_throughput_runs_and_counts_flops_exactly(tmp_path):
+    out = tmp_path / "bench.json"
+    sets = ["model.d_model=32", "model.d_head=8", "model.d_mlp=64", "task.data_size=2000", "train.batch_size=20"]
+    r = throughput.main(["--quick", "--k", "2", "--processes", "2", "--out", str(out),
+                         *[a for s in sets for a in ("--set", s)]])
+    assert json.loads(out.read_text())["results"].keys() == r["results"].keys()
+    names = set(r["results"])
+    assert {"a_naive_dataloader", "c_trainer_pruned_fp32", "d_batched_k2_fp32", "e_processes2_pruned_fp32"} <= names
+    for row in r["results"].values():
+        assert row["seq_per_s"] > 0 and row["vs_naive"] > 0
+    fl = r["flops_per_seq"]  # torch's flop counter and the analytic 3 x forward matmul count agree
+    assert fl["train_pruned"] == pytest.approx(fl["analytic_3x_fwd_pruned"], rel=1e-9)
+    assert fl["train_unpruned"] == pytest.approx(fl["analytic_3x_fwd_unpruned"], rel=1e-9)
+    assert fl["train_pruned"] < fl["train_unpruned"]
