@@ -1,14 +1,18 @@
-"""Run the CPU-scale real-language experiments one after another (1 thread each), e.g.
+"""Run the CPU-scale real-language experiments (1 thread each), e.g.
 
     python experiments/text_runs.py p2-fig7 --out runs/text_p2_fig7     # γ 0.3 / 0.5 / 0.8 (P2 Fig. 1, 7A, 7B)
+    python experiments/text_runs.py p2-fig7-gpt2 --out runs/text7g --workers 2   # the same with GPT-2's tokens
     python experiments/text_runs.py p1-fig7 --out runs/text_p1_fig7     # data size x (γ 0.5, wd 0.01) / (γ 0.7, wd 0.1)
 
 Each run is ``anchorlab lm CONFIG --set ...`` into ``OUT/<name>``; finished runs are skipped, unfinished ones
-resume. The stories are the real TinyStories sample where it is present, the stand-in otherwise (printed).
+resume. ``--workers N`` runs N at a time, one process (and one thread) each. The stories are the real
+TinyStories sample where it is present, the stand-in otherwise (printed).
 """
 
 import argparse
+import multiprocessing as mp
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from anchorlab.text.config import load_lm_config
@@ -18,10 +22,19 @@ from anchorlab.text.stories import sample_path
 GRIDS = {
     "p2-fig7": ("configs/text/p2_fig7_cpu.toml",
                 {f"g{g}": [f"init.gamma={g}"] for g in (0.3, 0.5, 0.8)}),
+    "p2-fig7-gpt2": ("configs/text/p2_fig7_gpt2_cpu.toml",
+                     {f"g{g}": [f"init.gamma={g}"] for g in (0.3, 0.5, 0.8)}),
     "p1-fig7": ("configs/text/p1_fig7_cpu.toml",
                 {f"{tag}_n{n}": [f"init.gamma={g}", f"train.weight_decay={wd}", f"data.n_prontoqa={n}"]
                  for n in (100, 300, 900) for tag, g, wd in (("a", 0.5, 0.01), ("b", 0.7, 0.1))}),
 }
+
+
+def run_one(config: str, sets: list[str], out: Path, name: str) -> str:
+    cfg = load_lm_config(config, sets)
+    s = train_lm(cfg, out / name, show_progress=False)
+    return (f"{name}: step {s['step']}, L_qa {s['train_loss_prontoqa']:.4f}, L_st {s['train_loss_stories']:.4f}, "
+            f"acc {s['test_acc_prontoqa']:.3f}, {s['wall_seconds_this_session']:.0f} s")
 
 
 def main() -> int:
@@ -29,17 +42,19 @@ def main() -> int:
     p.add_argument("grid", choices=sorted(GRIDS))
     p.add_argument("--out", required=True)
     p.add_argument("--only", nargs="*", help="run names to run (default all)")
+    p.add_argument("--workers", type=int, default=1, help="runs at a time (one process each)")
     a = p.parse_args()
     config, runs = GRIDS[a.grid]
     extra = [] if (sample_path() / "stories.txt").is_file() else ["data.stories=standin"]
     print(f"stories: {'the stand-in generator (real sample absent)' if extra else sample_path()}", flush=True)
-    for name, sets in runs.items():
-        if a.only and name not in a.only:
-            continue
-        cfg = load_lm_config(config, sets + extra)
-        s = train_lm(cfg, Path(a.out) / name, show_progress=False)
-        print(f"{name}: step {s['step']}, L_qa {s['train_loss_prontoqa']:.4f}, L_st {s['train_loss_stories']:.4f}, "
-              f"acc {s['test_acc_prontoqa']:.3f}, {s['wall_seconds_this_session']:.0f} s", flush=True)
+    todo = [(config, sets + extra, Path(a.out), name) for name, sets in runs.items() if not a.only or name in a.only]
+    if a.workers <= 1:
+        for job in todo:
+            print(run_one(*job), flush=True)
+        return 0
+    with ProcessPoolExecutor(a.workers, mp_context=mp.get_context("spawn")) as pool:
+        for line in pool.map(run_one, *zip(*todo)):
+            print(line, flush=True)
     return 0
 
 

@@ -191,3 +191,15 @@ def test_cli_figure_option(runs, tmp_path):
 def test_every_lm_config_loads(path):
     cfg = load_lm_config(path)
     assert cfg.data.n_prontoqa > 0 and cfg.run_id().startswith("lm-")
+
+
+def test_run_made_before_a_field_existed_still_matches(tmp_path):
+    """A config.json written before data.ontology existed is that field's default, so the run resumes."""
+    d = tmp_path / "r"
+    assert rundir.open_run(d, tiny()) == "new"
+    stored = json.loads((d / rundir.CONFIG).read_text())
+    del stored["data"]["ontology"]
+    (d / rundir.CONFIG).write_text(json.dumps(stored))
+    assert rundir.open_run(d, tiny()) == "resume"
+    with pytest.raises(ConfigError, match=r"data\.ontology"):
+        rundir.open_run(d, tiny("data.ontology='false'"))

@@ -62,7 +62,7 @@ def open_run(run_dir: Path, cfg: RunConfig) -> str:
     run_dir = Path(run_dir)
     cfg_path = run_dir / CONFIG
     if cfg_path.exists():
-        old = read_json(cfg_path)
+        old = with_added_defaults(read_json(cfg_path), cfg)
         new = cfg.to_dict()
         if old != new:
             diff = _first_difference(old, new)
@@ -72,6 +72,28 @@ def open_run(run_dir: Path, cfg: RunConfig) -> str:
     (run_dir / CKPT_DIR).mkdir(exist_ok=True)
     write_json(cfg_path, cfg.to_dict())
     return "new"
+
+
+def with_added_defaults(stored: dict[str, Any], cfg: Any) -> dict[str, Any]:
+    """``stored`` (a config.json) with the fields added to ``cfg``'s dataclasses since it was written set to
+    their defaults: a run made before a field existed behaved as its default, so it still matches."""
+    import dataclasses
+
+    out = dict(stored)
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.name not in out:
+            if f.default is not dataclasses.MISSING:
+                default = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                default = f.default_factory()
+            else:
+                continue
+            out[f.name] = json.loads(json.dumps(dataclasses.asdict(default) if dataclasses.is_dataclass(default)
+                                                else default))
+        elif dataclasses.is_dataclass(value) and isinstance(out[f.name], dict):
+            out[f.name] = with_added_defaults(out[f.name], value)
+    return out
 
 
 def _first_difference(a: Any, b: Any, prefix: str = "") -> str:
