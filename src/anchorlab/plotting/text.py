@@ -67,9 +67,12 @@ def plot_data_size(settings: Sequence[dict[str, Any]], title: str) -> Figure:
         a2.set_ylabel("True/False test accuracy")
         a2.set_ylim(0.4, 1.02)
         a2.axhline(0.5, color="#999999", lw=0.8, ls=":")
+        sizes = sorted({n for st in settings for n in st["n"]})
         for ax in (a1, a2):
             ax.set_xlabel("PrOntoQA training examples")
             ax.set_xscale("log")
+            ax.set_xticks(sizes, [f"{n:,}" for n in sizes])  # the data sizes run, not log-scale minor labels
+            ax.minorticks_off()
         a1.set_xlim(a2.get_xlim())
         a2.legend()
         fig.suptitle(title)
