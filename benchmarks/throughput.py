@@ -36,7 +36,7 @@ from anchorlab.batched import Hyper, StackedParams, train_step
 from anchorlab.config import RunConfig, load_config
 from anchorlab.models import build_model
 from anchorlab.tasks import make_task_data
-from anchorlab.train import build_initialized_model
+from anchorlab.train import build_initialized_model, fused_adamw
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "p2" / "transformer_paper.toml"
 
@@ -98,6 +98,13 @@ def timed(step: Callable[[], Any], steps: int, warmup: int, device: torch.device
     return (time.perf_counter() - t) / steps
 
 
+def train_rows(cfg: RunConfig) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(inputs, targets, vocab size) of the task's training rows, on the host."""
+    data = make_task_data(cfg.task, cfg.seeds.data_seed)
+    return (torch.from_numpy(data.inputs[data.in_train]), torch.from_numpy(data.targets[data.in_train]),
+            data.vocab_size)
+
+
 def adamw(model: nn.Module, cfg: RunConfig, fused: bool = False) -> torch.optim.Optimizer:
     """torch's AdamW; ``fused`` as :func:`anchorlab.train.train` uses it (one kernel per step)."""
     tc = cfg.train
@@ -136,7 +143,7 @@ def trainer_loop(model: nn.Module, cfg: RunConfig, x: torch.Tensor, y: torch.Ten
     """(b, c) The inner loop of :func:`anchorlab.train.train`: data on the device, index batches, fused AdamW.
 
     (b) runs through this same loop, so (c) / (b) compares the models alone."""
-    opt = adamw(model, cfg, fused=device.type in ("cpu", "cuda"))
+    opt = adamw(model, cfg, fused=fused_adamw(device))
     B = cfg.train.batch_size
     perm = torch.randperm(len(x), device=device)
     i = 0
@@ -196,9 +203,8 @@ def _process_worker(config: str, overrides: list[str], steps: int, warmup: int, 
     """One 1-thread process of (e): our pruned fp32 step, timed after every process has warmed up."""
     torch.set_num_threads(1)
     cfg = load_config(config, overrides)
-    data = make_task_data(cfg.task, cfg.seeds.data_seed)
-    x, y = torch.from_numpy(data.inputs[data.in_train]), torch.from_numpy(data.targets[data.in_train])
-    model = build_initialized_model(cfg, data.vocab_size)
+    x, y, V = train_rows(cfg)
+    model = build_initialized_model(cfg, V)
     cpu = torch.device("cpu")
     trainer_loop(model, cfg, x, y, cpu, warmup, 1, True, None)
     barrier.wait()
@@ -243,11 +249,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     steps, warmup = (8, 2) if args.quick else (args.steps, max(3, args.steps // 10))
     repeats = 1 if args.quick else args.repeats
     cfg = load_config(args.config, args.set)
-    data = make_task_data(cfg.task, cfg.seeds.data_seed)
-    x_host = torch.from_numpy(data.inputs[data.in_train])
-    y_host = torch.from_numpy(data.targets[data.in_train])
+    x_host, y_host, V = train_rows(cfg)
     x, y = x_host.to(device), y_host.to(device)
-    V, P, B = data.vocab_size, x.shape[1], cfg.train.batch_size
+    P, B = x.shape[1], cfg.train.batch_size
     bf16 = torch.bfloat16
 
     n_mm = 1024 if args.quick else 2048 if device.type == "cpu" else 8192

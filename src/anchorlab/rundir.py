@@ -15,6 +15,7 @@ Every file is written to a temporary name and renamed, so a killed run never lea
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -77,8 +78,6 @@ def open_run(run_dir: Path, cfg: RunConfig) -> str:
 def with_added_defaults(stored: dict[str, Any], cfg: Any) -> dict[str, Any]:
     """``stored`` (a config.json) with the fields added to ``cfg``'s dataclasses since it was written set to
     their defaults: a run made before a field existed behaved as its default, so it still matches."""
-    import dataclasses
-
     out = dict(stored)
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)

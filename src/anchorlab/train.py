@@ -43,6 +43,11 @@ def batch_order(n: int, train_seed: int, epoch: int) -> torch.Tensor:
     return torch.randperm(n, generator=torch.Generator().manual_seed(train_seed * 1_000_003 + epoch))
 
 
+def fused_adamw(device: torch.device) -> bool:
+    """Whether torch's fused AdamW (one kernel per step; the default's update up to float rounding) runs here."""
+    return device.type in ("cpu", "cuda")
+
+
 def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = None,
           show_progress: bool = True, data: TaskData | None = None) -> dict[str, Any]:
     """Train ``cfg`` into ``run_dir`` (resuming if it holds an unfinished run) and return the summary."""
@@ -68,9 +73,8 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
 
     model = build_initialized_model(cfg, data.vocab_size).to(device)
     decay = tc.weight_decay  # like the authors, AdamW decays every parameter (LayerNorm and bias too)
-    # fused: one kernel for the whole step (CPU and CUDA); same update as the default up to float rounding
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(tc.beta1, tc.beta2), eps=tc.eps,
-                            weight_decay=decay, fused=device.type in ("cpu", "cuda"))
+                            weight_decay=decay, fused=fused_adamw(device))
     amp = torch.bfloat16 if tc.precision == "bf16" else None
     log_mechanisms = cfg.model.name == "gpt" and cfg.task.name == "composite"
 

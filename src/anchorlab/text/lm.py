@@ -35,7 +35,7 @@ from torch import nn
 from anchorlab import rundir
 from anchorlab.text.config import LMRunConfig, lm_from_dict
 from anchorlab.text.mix import IGNORE, SOURCES, TextMix, build_mix, label_ids, load_mix, save_mix, source_token_ids
-from anchorlab.train import batch_order
+from anchorlab.train import batch_order, fused_adamw
 
 DATA, TOKENIZER, RUNNING = "data", "tokenizer.json", "running_loss.json"
 _TEST_SEED_OFFSET = 7919  # PrOntoQA test examples come from data_seed + this (disjoint from training draws)
@@ -269,7 +269,7 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, show_progress: bool = Tru
 
     model = build_lm(cfg, tok.vocab_size, tok.eos_id).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay,
-                            fused=device.type in ("cpu", "cuda"))
+                            fused=fused_adamw(device))
     run_sum = torch.zeros(len(SOURCES), 2)  # running per-source train loss since the last evaluation
 
     def eval_record(step: int, epoch: int) -> dict[str, Any]:
