@@ -4,6 +4,7 @@
     python experiments/text_runs.py p2-fig7-gpt2 --out runs/text7g --workers 2   # the same with GPT-2's tokens
     python experiments/text_runs.py p1-fig7 --out runs/text_p1_fig7     # data size x (γ 0.5, wd 0.01) / (γ 0.7, wd 0.1)
     python experiments/text_runs.py p1-fig7-gpt2 --out runs/text_p1_fig7g --workers 2   # GPT-2 tokens, 3,000 steps
+    python experiments/text_runs.py p1-fig7-gpt2-quick --out runs/text_p1_fig7q --workers 2   # the same, ~15 min
 
 Each run is ``anchorlab lm CONFIG --set ...`` into ``OUT/<name>``; finished runs are skipped, unfinished ones
 resume. ``--workers N`` runs N at a time, one process (and one thread) each. The stories are the real
@@ -32,6 +33,12 @@ GRIDS = {
                      {f"{tag}_n{n}": [f"init.gamma={g}", f"train.weight_decay={wd}", f"data.n_prontoqa={n}",
                                       f"train.epochs={3000 * 20 // n}"]  # 3,000 steps of batch 20 at every size
                       for n in (300, 1000, 3000) for tag, g, wd in (("a", 0.5, 0.01), ("b", 0.7, 0.1))}),
+    # the same grid in ~15 min on 2 cores: fused GELU and per-size budgets of 1,500 / 2,000 / 2,100 steps
+    "p1-fig7-gpt2-quick": ("configs/text/p1_fig7_gpt2_quick_cpu.toml",
+                           {f"{tag}_n{n}": [f"init.gamma={g}", f"train.weight_decay={wd}", f"data.n_prontoqa={n}",
+                                            f"train.epochs={epochs}"]
+                            for n, epochs in ((300, 100), (1000, 40), (3000, 14))
+                            for tag, g, wd in (("a", 0.5, 0.01), ("b", 0.7, 0.1))}),
 }
 
 

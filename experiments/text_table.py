@@ -2,6 +2,7 @@
 
     python experiments/text_table.py p2 RUN_DIR ...   # P2 Fig. 1 / 7A / 7B numbers per run
     python experiments/text_table.py p1 RUN_DIR ...   # P1 Fig. 7 numbers per run
+    python experiments/text_table.py dl RUN_DIR ...   # ΔL (and L_PrOntoQA / L_stories) over training, a row per run
 """
 
 import sys
@@ -47,5 +48,22 @@ def p1(dirs: list[Path]) -> None:
               f"| {last['train_loss_prontoqa']:.3f} / {last['test_loss_prontoqa']:.3f} |")
 
 
+def dl(dirs: list[Path], columns: int = 8) -> None:
+    """ΔL over training (training-row losses), a row per run at ``columns`` evenly spaced evaluations."""
+    hists = [rundir.read_metrics(d) for d in dirs]
+    steps = sorted({r["step"] for r in hists[0]})
+    picks = [steps[round(i * (len(steps) - 1) / (columns - 1))] for i in range(columns)]
+    print("| γ | wd | " + " | ".join(f"step {s}" for s in picks) + " |")
+    print("|---:|---:|" + "---:|" * len(picks))
+    for d, hist in zip(dirs, hists):
+        cfg = read_lm_config(d)
+        cells = []
+        for s in picks:
+            r = at(hist, s)
+            cells.append(f"{delta_loss(r['train_loss_prontoqa'], r['train_loss_stories']):.2f} "
+                         f"({r['train_loss_prontoqa']:.2f} / {r['train_loss_stories']:.2f})")
+        print(f"| {cfg.init.gamma:g} | {cfg.train.weight_decay:g} | " + " | ".join(cells) + " |")
+
+
 if __name__ == "__main__":
-    {"p2": p2, "p1": p1}[sys.argv[1]]([Path(a) for a in sys.argv[2:]])
+    {"p2": p2, "p1": p1, "dl": dl}[sys.argv[1]]([Path(a) for a in sys.argv[2:]])

@@ -94,6 +94,16 @@ def test_build_lm_draws_gamma_init():
         assert w.std().item() == pytest.approx(32 ** -g, rel=0.1)
 
 
+def test_fused_gelu_is_gpt2s_gelu():
+    """model.activation = "gelu_pytorch_tanh" reaches HF's MLP and computes GPT-2's gelu_new to float rounding."""
+    ref, fused = build_lm(tiny(), 600, 0), build_lm(tiny("model.activation='gelu_pytorch_tanh'"), 600, 0)
+    assert type(ref.hf.transformer.h[0].mlp.act) is not type(fused.hf.transformer.h[0].mlp.act)
+    fused.load_state_dict(ref.state_dict())
+    ids = torch.randint(0, 600, (3, 40), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(fused(ids), ref(ids), rtol=0, atol=1e-5)
+
+
 def test_mean_pairwise_cosine():
     assert mean_pairwise_cosine(torch.ones(4, 3) * torch.tensor([[1.0], [2.0], [3.0], [4.0]])) == pytest.approx(1.0)
     assert mean_pairwise_cosine(torch.eye(5)) == pytest.approx(0.0)
@@ -114,6 +124,15 @@ def test_each_figure_writes_png_and_csv(runs, tmp_path, name):
         assert float(row["delta_L"]) == pytest.approx((ls - lq) / lq)
 
 
+def test_figure_labels_tell_init_conventions_apart():
+    from anchorlab.figures.text import _label
+
+    assert _label(tiny("init.gamma=0.3")) == "γ = 0.3"
+    assert _label(tiny("init.gamma=0.3", "init.convention='authors_gpt2'", "seeds.init_seed=2")) == \
+        "γ = 0.3, authors gpt2, seed 2"
+    assert _label(tiny('init.overrides={"*.wte" = 0.94}')) == "γ = 0.5, *.wte γ 0.94"
+
+
 def test_figure_rejects_a_non_lm_run(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"task": {"name": "composite"}}))
     with pytest.raises(ConfigError, match="not an `anchorlab lm` run"):
@@ -125,6 +144,7 @@ def test_figure_rejects_a_non_lm_run(tmp_path):
     ("init.gamma=-1", "init.gamma"), ("data.tokenizer='wordpiece'", "data.tokenizer"),
     ("train.batch_size=0", "train.batch_size"), ("data.max_hops=9", "data.max_hops"),
     ("data.ontology='mixed'", "data.ontology"), ("data.ordering='sorted'", "data.ordering"),
+    ("model.activation='relu'", "model.activation"),
 ])
 def test_config_errors_name_the_field(override, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):

@@ -44,7 +44,14 @@ def _save(fig: Any, rows: list[dict[str, Any]], out: Path, name: str) -> Path:
 
 
 def _label(cfg: LMRunConfig) -> str:
-    return f"γ = {cfg.init.gamma:g}" + (f", seed {cfg.seeds.init_seed}" if cfg.seeds.init_seed else "")
+    """γ, then whatever else tells runs of one figure apart: a non-default init convention, overrides, seed."""
+    parts = [f"γ = {cfg.init.gamma:g}"]
+    if cfg.init.convention != "fan_in":
+        parts.append(cfg.init.convention.replace("_", " "))
+    parts += [f"{k} γ {v:g}" for k, v in cfg.init.overrides.items()]
+    if cfg.seeds.init_seed:
+        parts.append(f"seed {cfg.seeds.init_seed}")
+    return ", ".join(parts)
 
 
 def delta_loss(l_prontoqa: float, l_stories: float) -> float:

@@ -148,7 +148,7 @@ def build_lm(cfg: LMRunConfig, vocab_size: int, eos_id: int) -> TiedLM:
 
     mc = cfg.model
     hf = GPT2Config(vocab_size=vocab_size, n_positions=cfg.data.n_ctx, n_embd=mc.n_embd, n_layer=mc.n_layer,
-                    n_head=mc.n_head, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=eos_id,
+                    n_head=mc.n_head, activation_function=mc.activation, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=eos_id,
                     eos_token_id=eos_id)
     model = GPT2LMHeadModel(hf)
     gamma_init_(model, cfg.init.gamma, convention=cfg.init.convention, overrides=dict(cfg.init.overrides),
