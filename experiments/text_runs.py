@@ -2,6 +2,8 @@
 
     python experiments/text_runs.py p2-fig7 --out runs/text_p2_fig7     # γ 0.3 / 0.5 / 0.8 (P2 Fig. 1, 7A, 7B)
     python experiments/text_runs.py p2-fig7-gpt2 --out runs/text7g --workers 2   # the same with GPT-2's tokens
+    python experiments/text_runs.py p2-fig7a --out runs/text7a --workers 2      # Fig. 7A: few stories, 100 epochs
+    python experiments/text_runs.py p2-fig7a-quick --out runs/text7aq --workers 2   # the same γ grid, ~15 min
     python experiments/text_runs.py p1-fig7 --out runs/text_p1_fig7     # data size x (γ 0.5, wd 0.01) / (γ 0.7, wd 0.1)
     python experiments/text_runs.py p1-fig7-gpt2 --out runs/text_p1_fig7g --workers 2   # GPT-2 tokens, 3,000 steps
     python experiments/text_runs.py p1-fig7-gpt2-quick --out runs/text_p1_fig7q --workers 2   # the same, ~15 min
@@ -26,6 +28,14 @@ GRIDS = {
                 {f"g{g}": [f"init.gamma={g}"] for g in (0.3, 0.5, 0.8)}),
     "p2-fig7-gpt2": ("configs/text/p2_fig7_gpt2_cpu.toml",
                      {f"g{g}": [f"init.gamma={g}"] for g in (0.3, 0.5, 0.8)}),
+    # Fig. 7A: the authors' init convention (the config's), then true fan-in, then fan-in with embeddings at 0.02
+    "p2-fig7a": ("configs/text/p2_fig7a_cpu.toml",
+                 {**{f"g{g}": [f"init.gamma={g}"] for g in (0.3, 0.5, 0.8)},
+                  **{f"fanin_g{g}": [f"init.gamma={g}", "init.convention='fan_in'"] for g in (0.3, 0.8)},
+                  "fanin_g0.3_emb002": ["init.gamma=0.3", "init.convention='fan_in'", "train.epochs=40",
+                                        'init.overrides={"*.wte" = 0.94, "*.wpe" = 0.94}']}),  # 64^-0.94 = 0.02
+    "p2-fig7a-quick": ("configs/text/p2_fig7a_quick_cpu.toml",
+                       {f"g{g}": [f"init.gamma={g}"] for g in (0.3, 0.5, 0.8)}),
     "p1-fig7": ("configs/text/p1_fig7_cpu.toml",
                 {f"{tag}_n{n}": [f"init.gamma={g}", f"train.weight_decay={wd}", f"data.n_prontoqa={n}"]
                  for n in (100, 300, 900) for tag, g, wd in (("a", 0.5, 0.01), ("b", 0.7, 0.1))}),

@@ -77,10 +77,13 @@ def p2_fig1(runs: list[Path], out: Path) -> Path:
 
 @figure("p2-fig7a", "runs", "P2 Fig. 7A: ΔL = (L_stories − L_PrOntoQA)/L_PrOntoQA (training loss) over training, per γ")
 def p2_fig7a(runs: list[Path], out: Path) -> Path:
-    curves, rows = [], []
+    curves, rows, inits = [], [], {}
     for cfg, hist, d in _runs(runs, "p2-fig7a"):
         dl = [delta_loss(r["train_loss_prontoqa"], r["train_loss_stories"]) for r in hist]
-        curves.append({"gamma": cfg.init.gamma, "label": _label(cfg), "step": [r["step"] for r in hist], "y": dl})
+        # colour = γ; dash = the init convention and overrides, in order of first appearance (the first solid)
+        k = inits.setdefault((cfg.init.convention, tuple(sorted(cfg.init.overrides.items()))), len(inits))
+        curves.append({"gamma": cfg.init.gamma, "label": _label(cfg), "step": [r["step"] for r in hist], "y": dl,
+                       "ls": ("-", "--", ":", "-.")[k % 4]})
         rows += [{"run_dir": str(d), "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed, "step": r["step"],
                   "L_prontoqa": r["train_loss_prontoqa"], "L_stories": r["train_loss_stories"], "delta_L": v}
                  for r, v in zip(hist, dl)]
