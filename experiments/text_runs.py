@@ -6,10 +6,11 @@
     python experiments/text_runs.py p2-fig7a-quick --out runs/text7aq --workers 2   # the same γ grid, ~15 min
     python experiments/text_runs.py p1-fig7 --out runs/text_p1_fig7     # data size x (γ 0.5, wd 0.01) / (γ 0.7, wd 0.1)
     python experiments/text_runs.py p1-fig7-gpt2 --out runs/text_p1_fig7g --workers 2   # GPT-2 tokens, 3,000 steps
-    python experiments/text_runs.py p1-fig7-gpt2-quick --out runs/text_p1_fig7q --workers 2   # the same, ~15 min
+    python experiments/text_runs.py p1-fig7-gpt2-quick --out runs/text_p1_fig7q --workers 2   # the same, ~22 min
 
 Each run is ``anchorlab lm CONFIG --set ...`` into ``OUT/<name>``; finished runs are skipped, unfinished ones
-resume. ``--workers N`` runs N at a time, one process (and one thread) each. The stories are the real
+resume. ``--set KEY=VALUE`` adds an override to every run (another seed, width, lr...; use another ``--out``).
+``--workers N`` runs N at a time, one process (and one thread) each. The stories are the real
 TinyStories sample where it is present, the stand-in otherwise (printed).
 """
 
@@ -59,17 +60,19 @@ def run_one(config: str, sets: list[str], out: Path, name: str) -> str:
             f"acc {s['test_acc_prontoqa']:.3f}, {s['wall_seconds_this_session']:.0f} s")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("grid", choices=sorted(GRIDS))
     p.add_argument("--out", required=True)
     p.add_argument("--only", nargs="*", help="run names to run (default all)")
     p.add_argument("--workers", type=int, default=1, help="runs at a time (one process each)")
-    a = p.parse_args()
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config override added to every run of the grid (repeatable), e.g. seeds.init_seed=1")
+    a = p.parse_args(argv)
     config, runs = GRIDS[a.grid]
     extra = [] if (sample_path() / "stories.txt").is_file() else ["data.stories=standin"]
     print(f"stories: {'the stand-in generator (real sample absent)' if extra else sample_path()}", flush=True)
-    todo = [(config, sets + extra, Path(a.out), name) for name, sets in runs.items() if not a.only or name in a.only]
+    todo = [(config, sets + extra + a.sets, Path(a.out), name) for name, sets in runs.items() if not a.only or name in a.only]
     if a.workers <= 1:
         for job in todo:
             print(run_one(*job), flush=True)

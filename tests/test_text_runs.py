@@ -1,0 +1,43 @@
+"""experiments/text_runs.py: every grid's runs are valid configs, and --set reaches every run."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from anchorlab.text.config import load_lm_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def text_runs():
+    spec = importlib.util.spec_from_file_location("text_runs", ROOT / "experiments" / "text_runs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_grid_run_is_a_valid_config(text_runs):
+    for grid, (config, runs) in text_runs.GRIDS.items():
+        ids = {load_lm_config(ROOT / config, sets).run_id() for sets in runs.values()}
+        assert len(ids) == len(runs), f"{grid}: two runs share a config"
+
+
+def test_fig7a_grid_pins_the_init_conventions(text_runs):
+    config, runs = text_runs.GRIDS["p2-fig7a"]
+    cfg = {name: load_lm_config(ROOT / config, sets) for name, sets in runs.items()}
+    assert cfg["g0.3"].init.convention == "authors_gpt2" and cfg["fanin_g0.3"].init.convention == "fan_in"
+    assert cfg["fanin_g0.3_emb002"].init.overrides == {"*.wte": 0.94, "*.wpe": 0.94}
+    quick = load_lm_config(ROOT / text_runs.GRIDS["p2-fig7a-quick"][0], runs["g0.5"])
+    assert quick.model.activation == "gelu_pytorch_tanh" and quick.train.epochs == 60
+    assert quick.init.convention == "authors_gpt2" and quick.data == cfg["g0.5"].data
+
+
+def test_set_reaches_every_run(text_runs, tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(text_runs, "run_one", lambda config, sets, out, name: calls.append((name, sets)) or name)
+    monkeypatch.chdir(ROOT)
+    assert text_runs.main(["p2-fig7a-quick", "--out", str(tmp_path), "--set", "seeds.init_seed=1"]) == 0
+    assert [n for n, _ in calls] == ["g0.3", "g0.5", "g0.8"]
+    assert all(sets[-1] == "seeds.init_seed=1" for _, sets in calls)
