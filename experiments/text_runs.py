@@ -2,6 +2,7 @@
 
     python experiments/text_runs.py p2-fig7 --out runs/text_p2_fig7     # γ 0.3 / 0.5 / 0.8 (P2 Fig. 1, 7A, 7B)
     python experiments/text_runs.py p2-fig7-gpt2 --out runs/text7g --workers 2   # the same with GPT-2's tokens
+    python experiments/text_runs.py p2-fig7b-quick --out runs/text7bq --workers 2   # Fig. 7B: its first 180 steps
     python experiments/text_runs.py p2-fig7a --out runs/text7a --workers 2      # Fig. 7A: few stories, 100 epochs
     python experiments/text_runs.py p2-fig7a-quick --out runs/text7aq --workers 2   # the same γ grid, ~15 min
     python experiments/text_runs.py p1-fig7 --out runs/text_p1_fig7     # data size x (γ 0.5, wd 0.01) / (γ 0.7, wd 0.1)
@@ -29,6 +30,9 @@ GRIDS = {
                 {f"g{g}": [f"init.gamma={g}"] for g in (0.3, 0.5, 0.8)}),
     "p2-fig7-gpt2": ("configs/text/p2_fig7_gpt2_cpu.toml",
                      {f"g{g}": [f"init.gamma={g}"] for g in (0.3, 0.5, 0.8)}),
+    # Fig. 7B (and Fig. 1): the first 180 steps of p2-fig7-gpt2, step for step
+    "p2-fig7b-quick": ("configs/text/p2_fig7b_quick_cpu.toml",
+                       {f"g{g}": [f"init.gamma={g}"] for g in (0.3, 0.5, 0.8)}),
     # Fig. 7A: the authors' init convention (the config's), then true fan-in, then fan-in with embeddings at 0.02
     "p2-fig7a": ("configs/text/p2_fig7a_cpu.toml",
                  {**{f"g{g}": [f"init.gamma={g}"] for g in (0.3, 0.5, 0.8)},
@@ -72,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     config, runs = GRIDS[a.grid]
     extra = [] if (sample_path() / "stories.txt").is_file() else ["data.stories=standin"]
     print(f"stories: {'the stand-in generator (real sample absent)' if extra else sample_path()}", flush=True)
-    todo = [(config, sets + extra + a.sets, Path(a.out), name) for name, sets in runs.items() if not a.only or name in a.only]
+    todo = [(config, sets + extra + a.sets, Path(a.out), name)
+            for name, sets in runs.items() if not a.only or name in a.only]
     if a.workers <= 1:
         for job in todo:
             print(run_one(*job), flush=True)

@@ -41,3 +41,15 @@ def test_set_reaches_every_run(text_runs, tmp_path, monkeypatch):
     assert text_runs.main(["p2-fig7a-quick", "--out", str(tmp_path), "--set", "seeds.init_seed=1"]) == 0
     assert [n for n, _ in calls] == ["g0.3", "g0.5", "g0.8"]
     assert all(sets[-1] == "seeds.init_seed=1" for _, sets in calls)
+
+
+def test_fig7b_quick_is_the_start_of_the_long_runs(text_runs):
+    """Same data, model, init, seeds and constant LR as p2-fig7-gpt2: its 180 steps are the long runs' first 180."""
+    long_cfg, long_runs = text_runs.GRIDS["p2-fig7-gpt2"]
+    quick_cfg, quick_runs = text_runs.GRIDS["p2-fig7b-quick"]
+    assert quick_runs == long_runs
+    for sets in quick_runs.values():
+        a, b = load_lm_config(ROOT / long_cfg, sets), load_lm_config(ROOT / quick_cfg, sets)
+        assert (a.data, a.model, a.init, a.seeds) == (b.data, b.model, b.init, b.seeds)
+        assert a.train.schedule == b.train.schedule == "constant" and a.train.warmup_steps == 0
+        assert b.train.epochs == 3 and b.train.eval_every == 30 and a.train.epochs == 14

@@ -26,7 +26,6 @@ How it stays exact (per model, the same computation as alone, up to float summat
 
 from __future__ import annotations
 
-import os
 import time
 import warnings
 from collections.abc import Callable
@@ -41,6 +40,7 @@ from torch.func import functional_call, vmap
 
 from anchorlab import rundir
 from anchorlab.config import ConfigError, RunConfig
+from anchorlab.cpu import setup_cpu
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
 from anchorlab.schedule import lr_at
@@ -243,7 +243,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
     K = len(cfgs)
     device = resolve_device(tc0.device)
     if device.type == "cpu":
-        torch.set_num_threads(tc0.threads or os.cpu_count() or 1)
+        setup_cpu(tc0.threads)
     t_start = time.time()
 
     all_x = torch.from_numpy(data.inputs).to(device)

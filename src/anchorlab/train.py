@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +15,7 @@ from anchorlab import rundir
 from anchorlab.analysis.embeddings import item_tokens
 from anchorlab.analysis.summary import mechanism_scalars
 from anchorlab.config import RunConfig
+from anchorlab.cpu import setup_cpu
 from anchorlab.init import apply_init, count_parameters, init_std
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
@@ -58,7 +58,7 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
     tc = cfg.train
     device = resolve_device(tc.device)
     if device.type == "cpu":
-        torch.set_num_threads(tc.threads or os.cpu_count() or 1)
+        setup_cpu(tc.threads)
     t_start = time.time()
 
     data = data if data is not None else make_task_data(cfg.task, cfg.seeds.data_seed)

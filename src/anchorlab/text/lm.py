@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from anchorlab import rundir
+from anchorlab.cpu import setup_cpu
 from anchorlab.text.config import LMRunConfig, lm_from_dict
 from anchorlab.text.mix import IGNORE, SOURCES, TextMix, build_mix, label_ids, load_mix, save_mix, source_token_ids
 from anchorlab.train import batch_order, fused_adamw
@@ -148,8 +149,8 @@ def build_lm(cfg: LMRunConfig, vocab_size: int, eos_id: int) -> TiedLM:
 
     mc = cfg.model
     hf = GPT2Config(vocab_size=vocab_size, n_positions=cfg.data.n_ctx, n_embd=mc.n_embd, n_layer=mc.n_layer,
-                    n_head=mc.n_head, activation_function=mc.activation, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=eos_id,
-                    eos_token_id=eos_id)
+                    n_head=mc.n_head, activation_function=mc.activation, resid_pdrop=0.0, embd_pdrop=0.0,
+                    attn_pdrop=0.0, bos_token_id=eos_id, eos_token_id=eos_id)
     model = GPT2LMHeadModel(hf)
     gamma_init_(model, cfg.init.gamma, convention=cfg.init.convention, overrides=dict(cfg.init.overrides),
                 generator=torch.Generator().manual_seed(cfg.seeds.init_seed))
@@ -251,7 +252,7 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, show_progress: bool = Tru
     tc = cfg.train
     device = torch.device(tc.device)
     if device.type == "cpu":
-        torch.set_num_threads(tc.threads or os.cpu_count() or 1)
+        setup_cpu(tc.threads)
     t_start = time.time()
 
     train, test, tok = load_data(run_dir, cfg)

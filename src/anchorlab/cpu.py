@@ -1,0 +1,50 @@
+"""Set up a CPU training process: intra-op threads and glibc's allocator.
+
+PyTorch allocates CPU tensors with plain ``malloc``. glibc serves a block above its mmap threshold
+(128 KiB, adapting up to 32 MiB) with a fresh ``mmap`` and unmaps it on ``free``, and hands heap memory
+above ``M_TRIM_THRESHOLD`` back to the kernel. A training step that builds a 67 MB logits tensor (20 ×
+256 × 3,277 floats) and its gradients therefore page-faults tens of thousands of zeroed pages back in on
+every step: on the 2-core CI machines that was ~40 % of a GPT-2 step of ``configs/text/p2_fig7a_cpu.toml``
+(0.46 → 0.27 s; ``python -m benchmarks.lm_step``). :func:`keep_freed_memory` tells glibc to serve every
+block from the heap and to keep what is freed, so a step reuses the previous step's pages.
+
+The price: a process keeps its peak memory until it exits (training processes hold it anyway). Results do
+not change: allocation never touches the arithmetic. Set ``ANCHORLAB_MALLOC=system`` to leave glibc as it is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import platform
+import sys
+
+import torch
+
+MALLOC_ENV = "ANCHORLAB_MALLOC"
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc's mallopt parameters (malloc.h); values are C ints
+_tuned: bool | None = None
+
+
+def keep_freed_memory() -> bool:
+    """Make glibc malloc serve large blocks from the heap and keep freed memory (``mallopt``); once per process.
+
+    Returns whether it is in effect: False off Linux/glibc or with ``ANCHORLAB_MALLOC=system``."""
+    global _tuned
+    if _tuned is not None:
+        return _tuned
+    setting = os.environ.get(MALLOC_ENV, "keep")
+    if setting not in ("keep", "system"):
+        raise ValueError(f"{MALLOC_ENV}={setting!r}: allowed values are 'keep' (the default) and 'system'")
+    _tuned = False
+    if setting == "keep" and sys.platform == "linux" and platform.libc_ver()[0] == "glibc":
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        _tuned = bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+    return _tuned
+
+
+def setup_cpu(threads: int) -> None:
+    """``threads`` intra-op threads (0 = every core) and :func:`keep_freed_memory`."""
+    torch.set_num_threads(threads or os.cpu_count() or 1)
+    keep_freed_memory()
