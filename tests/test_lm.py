@@ -17,7 +17,17 @@ from anchorlab.cli import main  # noqa: E402
 from anchorlab.config import ConfigError  # noqa: E402
 from anchorlab.figures import draw  # noqa: E402
 from anchorlab.text.config import LMRunConfig, load_lm_config  # noqa: E402
-from anchorlab.text.lm import build_lm, mean_pairwise_cosine, read_lm_config, train_lm  # noqa: E402
+from anchorlab.text.lm import (  # noqa: E402
+    backward_batch,
+    build_lm,
+    load_data,
+    mean_pairwise_cosine,
+    micro_batches,
+    read_lm_config,
+    scored_lengths,
+    train_lm,
+)
+from anchorlab.text.mix import IGNORE  # noqa: E402
 
 TINY = ["data.n_prontoqa=48", "data.n_stories=32", "data.n_test_prontoqa=24", "data.n_test_stories=8",
         "data.stories='standin'", "data.tokenizer='bpe'", "data.bpe_vocab=600", "data.n_ctx=160",
@@ -144,7 +154,8 @@ def test_figure_rejects_a_non_lm_run(tmp_path):
     ("init.gamma=-1", "init.gamma"), ("data.tokenizer='wordpiece'", "data.tokenizer"),
     ("train.batch_size=0", "train.batch_size"), ("data.max_hops=9", "data.max_hops"),
     ("data.ontology='mixed'", "data.ontology"), ("data.ordering='sorted'", "data.ordering"),
-    ("model.activation='relu'", "model.activation"),
+    ("model.activation='relu'", "model.activation"), ("train.micro_batches=0", "train.micro_batches"),
+    ("train.micro_batches=17", "train.micro_batches"),
 ])
 def test_config_errors_name_the_field(override, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
@@ -223,3 +234,46 @@ def test_run_made_before_a_field_existed_still_matches(tmp_path):
     assert rundir.open_run(d, tiny()) == "resume"
     with pytest.raises(ConfigError, match=r"data\.ontology"):
         rundir.open_run(d, tiny("data.ontology='false'"))
+
+
+def test_micro_batches_split_a_batch_by_length():
+    targets = torch.full((6, 10), IGNORE)
+    for row, last in enumerate((9, 2, 5, 0, 7, 3)):
+        targets[row, last] = 1
+    targets[3] = IGNORE  # a row with nothing scored
+    lengths = scored_lengths(targets)
+    assert lengths.tolist() == [10, 3, 6, 0, 8, 4]
+    rows = torch.tensor([5, 0, 2, 3, 1, 4])
+    assert micro_batches(rows, lengths, 1)[0] is rows  # k = 1: the batch as drawn, same order
+    groups = micro_batches(rows, lengths, 3)
+    assert [g.tolist() for g in groups] == [[3, 1], [5, 2], [4, 0]]
+    assert sorted(torch.cat(micro_batches(rows, lengths, 4)).tolist()) == sorted(rows.tolist())
+
+
+def test_micro_batches_give_the_batch_gradient(runs):
+    """Accumulating length-sorted micro-batches backpropagates the whole batch's loss: same loss and gradient."""
+    cfg = read_lm_config(runs[0])
+    train, _, tok = load_data(runs[0], cfg)
+    rows, lengths = torch.arange(0, 80, 5), scored_lengths(train.targets)
+    assert len(set(lengths[rows].tolist())) > 3  # rows of many lengths: the groups are cut differently
+    grads, losses = [], []
+    for k in (1, 3, 16):
+        model = build_lm(cfg, tok.vocab_size, tok.eos_id)
+        loss, sums = backward_batch(model, train, rows, lengths, k, torch.device("cpu"))
+        losses.append((loss.item(), sums))
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
+    for (loss, sums), g in zip(losses[1:], grads[1:], strict=True):
+        assert loss == pytest.approx(losses[0][0], rel=1e-6)
+        assert torch.allclose(sums, losses[0][1], rtol=1e-5)
+        for n in g:
+            assert torch.allclose(g[n], grads[0][n], rtol=1e-4, atol=1e-7), n
+
+
+def test_micro_batch_run_tracks_the_plain_run(runs, tmp_path):
+    d = tmp_path / "mb3"
+    train_lm(tiny("init.gamma=0.5", "train.micro_batches=3"), d, show_progress=False)
+    ref, got = rundir.read_metrics(runs[0]), rundir.read_metrics(d)
+    assert [r["step"] for r in ref] == [r["step"] for r in got]
+    for a, b in zip(ref[1:], got[1:], strict=True):
+        for key in ("train_loss", "train_loss_prontoqa", "test_loss_stories"):
+            assert b[key] == pytest.approx(a[key], rel=1e-3), key

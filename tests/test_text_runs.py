@@ -1,5 +1,6 @@
 """experiments/text_runs.py: every grid's runs are valid configs, and --set reaches every run."""
 
+import dataclasses
 import importlib.util
 from pathlib import Path
 
@@ -53,3 +54,20 @@ def test_fig7b_quick_is_the_start_of_the_long_runs(text_runs):
         assert (a.data, a.model, a.init, a.seeds) == (b.data, b.model, b.init, b.seeds)
         assert a.train.schedule == b.train.schedule == "constant" and a.train.warmup_steps == 0
         assert b.train.epochs == 3 and b.train.eval_every == 30 and a.train.epochs == 14
+
+
+def test_p1_quick_grid_is_the_long_grid_cut_short(text_runs):
+    """Same runs as p1-fig7-gpt2 but GPT-2's GELU fused, 4 micro-batches, and 1,200 / 2,250 / 1,800 steps at
+    300 / 1,000 / 3,000 examples."""
+    long_cfg, long_runs = text_runs.GRIDS["p1-fig7-gpt2"]
+    quick_cfg, quick_runs = text_runs.GRIDS["p1-fig7-gpt2-quick"]
+    assert quick_runs.keys() == long_runs.keys()
+    budget = {300: 1200, 1000: 2250, 3000: 1800}
+    for name in quick_runs:
+        a, b = load_lm_config(ROOT / long_cfg, long_runs[name]), load_lm_config(ROOT / quick_cfg, quick_runs[name])
+        assert (a.data, a.init, a.seeds) == (b.data, b.init, b.seeds)
+        assert b.model == dataclasses.replace(a.model, activation="gelu_pytorch_tanh")
+        assert dataclasses.replace(b.train, epochs=a.train.epochs, micro_batches=1) == a.train
+        assert b.train.micro_batches == 4
+        assert b.train.epochs * -(-b.data.n_prontoqa // b.train.batch_size) == budget[b.data.n_prontoqa]
+        assert a.train.epochs * -(-a.data.n_prontoqa // a.train.batch_size) == 3000

@@ -103,6 +103,9 @@ class LMTrainConfig:
     schedule: Literal["constant", "cosine"] = "constant"  # cosine: linear warm-up, then cosine to lr / 10
     warmup_steps: int = 0
     grad_clip: float = 1.0  # 0 disables
+    # split each batch into this many micro-batches of similar length, each cut after its own longest row;
+    # gradients accumulate, so the update is the whole batch's up to float rounding (less padding: faster)
+    micro_batches: int = 1
     eval_every: int = 100  # steps
     eval_train_rows: int = 256  # training rows per source scored at each evaluation (fixed, seeded)
     checkpoint_every: int = 20  # epochs between kept weight checkpoints (step 0 and the last always)
@@ -114,6 +117,8 @@ class LMTrainConfig:
             _check(getattr(self, f) > 0, f"train.{f}", "a positive integer")
         _check(self.lr > 0, "train.lr", "a float > 0")
         _check(self.weight_decay >= 0, "train.weight_decay", "a float >= 0")
+        _check(1 <= self.micro_batches <= self.batch_size, "train.micro_batches",
+               f"an integer from 1 to train.batch_size ({self.batch_size})")
         _check(self.warmup_steps >= 0, "train.warmup_steps", "an integer >= 0")
         _check(self.grad_clip >= 0, "train.grad_clip", "a float >= 0 (0 disables clipping)")
         _check(self.threads >= 0, "train.threads", "an integer >= 0 (0 = all cores)")

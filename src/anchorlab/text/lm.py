@@ -163,6 +163,22 @@ def _trim(targets: torch.Tensor) -> int:
     return int(scored[-1]) + 1 if len(scored) else 1
 
 
+def scored_lengths(targets: torch.Tensor) -> torch.Tensor:
+    """[rows]: 1 + the column of each row's last scored target (0 for a row with none)."""
+    cols = torch.arange(1, targets.shape[1] + 1)
+    return ((targets != IGNORE) * cols).amax(1)
+
+
+def micro_batches(rows: torch.Tensor, lengths: torch.Tensor, k: int) -> list[torch.Tensor]:
+    """``rows`` as ``k`` groups of similar ``lengths`` (shortest first), or unchanged for k = 1.
+
+    Every row lands in exactly one group, so accumulating the groups' gradients gives the batch's."""
+    if k <= 1:
+        return [rows]
+    ordered = rows[torch.argsort(lengths[rows], stable=True)]
+    return [g for g in ordered.tensor_split(k) if len(g)]
+
+
 def source_loss_sums(logits: torch.Tensor, targets: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
     """[len(SOURCES), 2]: (cross-entropy sum, token count) per source (``per_source_loss`` before the mean)."""
     ce = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE,
@@ -173,6 +189,24 @@ def source_loss_sums(logits: torch.Tensor, targets: torch.Tensor, source: torch.
         m = mask & (source == k)[:, None]
         out[k] = torch.stack([ce[m].sum().detach().cpu(), m.sum().cpu().float()])
     return out
+
+
+def backward_batch(model: nn.Module, mix: TextMix, rows: torch.Tensor, lengths: torch.Tensor, k: int,
+                   device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Backpropagate the mean next-token cross-entropy over the scored tokens of ``rows`` (gradients add to
+    ``.grad``), in ``k`` length-sorted :func:`micro_batches`; return (that loss, its ``source_loss_sums``)."""
+    n_scored = (mix.targets[rows] != IGNORE).sum().to(device)
+    loss, sums = torch.zeros((), device=device), torch.zeros(len(SOURCES), 2)
+    for group in micro_batches(rows, lengths, k):
+        t = max(1, int(lengths[group].max()))
+        tgt, src = mix.targets[group, :t].to(device), mix.source[group].to(device)
+        logits = model(mix.inputs[group, :t].to(device))
+        ce = F.cross_entropy(logits.flatten(0, 1).float(), tgt.flatten(), ignore_index=IGNORE,
+                             reduction="sum") / n_scored
+        ce.backward()
+        loss += ce.detach()
+        sums += source_loss_sums(logits.detach(), tgt, src)
+    return loss, sums
 
 
 @torch.no_grad()
@@ -263,6 +297,7 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, show_progress: bool = Tru
         raise ConfigError(f"data.bpe_vocab: {e}; use a larger bpe_vocab or data.tokenizer = 'gpt2'") from None
     token_sets = {"": source_token_ids(train, exclusive=True), "_all": source_token_ids(train)}
     score_rows = eval_train_rows(train, tc.eval_train_rows, cfg.seeds.train_seed)
+    lengths = scored_lengths(train.targets)
     test_rows = torch.arange(len(test))
     n = len(train)
     steps_per_epoch = -(-n // tc.batch_size)
@@ -304,18 +339,14 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, show_progress: bool = Tru
         perm = batch_order(n, cfg.seeds.train_seed, epoch)
         for i in range(steps_per_epoch):
             r = perm[i * tc.batch_size:(i + 1) * tc.batch_size]
-            t = _trim(train.targets[r])
-            tgt, src = train.targets[r, :t].to(device), train.source[r].to(device)
             for group in opt.param_groups:
                 group["lr"] = lr_at(step, cfg, total_steps)
-            logits = model(train.inputs[r, :t].to(device))
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), tgt.flatten(), ignore_index=IGNORE)
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            loss, sums = backward_batch(model, train, r, lengths, tc.micro_batches, device)
+            run_sum.add_(sums)
             if tc.grad_clip > 0:
                 nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
             opt.step()
-            run_sum.add_(source_loss_sums(logits.detach(), tgt, src))
             step += 1
             if step % tc.eval_every == 0 or step == total_steps:
                 last = eval_record(step, epoch)
