@@ -4,10 +4,10 @@
     python experiments/text_runs.py p2-fig7-gpt2 --out runs/text7g --workers 2   # the same with GPT-2's tokens
     python experiments/text_runs.py p2-fig7b-quick --out runs/text7bq --workers 2   # Fig. 7B: its first 180 steps
     python experiments/text_runs.py p2-fig7a --out runs/text7a --workers 2      # Fig. 7A: few stories, 100 epochs
-    python experiments/text_runs.py p2-fig7a-quick --out runs/text7aq --workers 2   # the same γ grid, ~15 min
+    python experiments/text_runs.py p2-fig7a-quick --out runs/text7aq --workers 2   # the same γ grid, 13 min
     python experiments/text_runs.py p1-fig7 --out runs/text_p1_fig7     # data size x (γ 0.5, wd 0.01) / (γ 0.7, wd 0.1)
     python experiments/text_runs.py p1-fig7-gpt2 --out runs/text_p1_fig7g --workers 2   # GPT-2 tokens, 3,000 steps
-    python experiments/text_runs.py p1-fig7-gpt2-quick --out runs/text_p1_fig7q --workers 2   # the same, ~22 min
+    python experiments/text_runs.py p1-fig7-gpt2-quick --out runs/text_p1_fig7q --workers 2   # the same, 12 min
 
 Each run is ``anchorlab lm CONFIG --set ...`` into ``OUT/<name>``; finished runs are skipped, unfinished ones
 resume. ``--set KEY=VALUE`` adds an override to every run (another seed, width, lr...; use another ``--out``).
