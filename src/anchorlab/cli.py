@@ -52,7 +52,7 @@ def _cmd_sweep(a: argparse.Namespace) -> None:
     from anchorlab.execute import run_all
     from anchorlab.sweep import describe, load_sweep, plan
 
-    spec = load_sweep(a.file)
+    spec = load_sweep(a.file, a.set)
     out = Path(a.out) if a.out else Path("runs") / spec.name
     if a.dry_run:
         print(describe(spec, out))
@@ -130,9 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", default="demo_out")
     s.add_argument("--workers", type=int, default=2, help="1-thread worker processes")
     s.set_defaults(fn=_cmd_demo)
-    s = sub.add_parser("sweep", help="train every run of a grid (base config + axes)")
-    s.add_argument("file", help="sweep TOML (see configs/demo.toml)")
+    s = sub.add_parser("sweep", help="train every run of a grid (base config + axes): anchor-task or LM runs")
+    s.add_argument("file", help="sweep TOML (see configs/demo.toml, configs/sweeps/)")
     s.add_argument("--out", help="sweep directory (default runs/<name>)")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="dotted override of the base config, for every run (e.g. seeds.init_seed=1)")
     s.add_argument("--backend", choices=("local", "process", "ray"), default="process",
                    help="local: in this process; process: a pool of 1-thread worker processes; "
                         "ray: one Ray task per run (pip install 'anchorlab[ray]')")
@@ -155,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     s.set_defaults(fn=_cmd_collect)
     s = sub.add_parser("figure", help="draw a paper figure from a sweep or run directory (PNG + CSV)")
     s.add_argument("name", help="figure name; `anchorlab figure list` prints them")
-    s.add_argument("source", nargs="*", help="sweep directory, or run directories")
+    s.add_argument("source", nargs="*", help="sweep directory, or run directories (a sweep directory stands for "
+                                             "its runs where a figure takes runs)")
     s.add_argument("--out", default="figures")
     s.add_argument("--best-epoch", action="store_true",
                    help="per run, the best value over evaluations (the authors' plots) instead of the final one")

@@ -1,4 +1,4 @@
-"""Run many RunConfigs: in-process, a pool of 1-thread worker processes, or Ray tasks (:mod:`.ray_backend`).
+"""Run many run configs (anchor-task ``RunConfig`` or real-language ``LMRunConfig``): in-process, a pool of 1-thread worker processes, or Ray tasks (:mod:`.ray_backend`).
 
 Why 1-thread processes: on a small CPU, N processes with one intra-op thread each scale almost
 linearly (~1.85x for 2 on 2 cores), while one process with N threads collapses when anything else
@@ -128,10 +128,14 @@ def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress:
     CUDA, else 1 (on a CPU it gains nothing).
     """
     backend = backend or ("local" if workers <= 1 else "process")
+    lm = any(_is_lm(c) for c, _ in jobs)
     if batch_models is None:
-        batch_models = 16 if backend == "local" and any(_on_cuda(c) for c, _ in jobs) else 1
+        batch_models = 16 if backend == "local" and not lm and any(_on_cuda(c) for c, _ in jobs) else 1
     if batch_models < 1:
         raise ConfigError(f"batch_models: allowed values are integers >= 1, got {batch_models}")
+    if batch_models > 1 and lm:
+        raise ConfigError(f"batch_models: {batch_models} applies to anchor-task runs only; real-language (GPT-2) "
+                          "runs train one model per process (use 1)")
     if batch_models > 1 and backend != "local":
         raise ConfigError(f"batch_models: {batch_models} needs backend 'local' (one process holds the K models); "
                           f"got backend {backend!r}")
@@ -164,9 +168,17 @@ def run_all(jobs: list[tuple[RunConfig, Path]], workers: int = 1, show_progress:
     return [r for r in results if r is not None]
 
 
-def train_reporting(cfg: RunConfig, run_dir: Path, put: Any) -> RunResult:
-    """Train one run, sending progress events through ``put(key, epoch, payload)``; never raises."""
-    from anchorlab.train import train
+def _is_lm(cfg: Any) -> bool:
+    return type(cfg).__name__ == "LMRunConfig"  # no import: the text stack stays unloaded for anchor sweeps
+
+
+def train_reporting(cfg: Any, run_dir: Path, put: Any) -> RunResult:
+    """Train one run (``anchorlab train`` or, for an ``LMRunConfig``, ``anchorlab lm``), sending progress
+    events through ``put(key, epoch, payload)``; never raises."""
+    if _is_lm(cfg):
+        from anchorlab.text.lm import train_lm as train
+    else:
+        from anchorlab.train import train
 
     key = str(run_dir)
 

@@ -99,13 +99,15 @@ HEADLINE = {"composite": ("seen_train_acc", "seen_test_acc", "unseen_inferential
             "mem_rsn": ("mem_acc", "rsn_train_acc", "rsn_test_acc")}
 # Short progress-bar labels of the headline metrics shown there (in this order, after the loss).
 BAR_LABELS = {"seen_test_acc": "seen", "unseen_inferential_acc": "inf", "unseen_symmetric_acc": "sym",
-              "mem_acc": "mem", "rsn_train_acc": "rsn", "rsn_test_acc": "test"}
+              "mem_acc": "mem", "rsn_train_acc": "rsn", "rsn_test_acc": "test",
+              "train_loss_prontoqa": "L_qa", "train_loss_stories": "L_st", "test_acc_prontoqa": "acc"}
 
 
 def progress_postfix(status: dict[str, Any]) -> dict[str, str]:
     """Progress-bar fields of a status line {"loss": ..., headline metric: value}: loss, then short labels."""
     out = {"loss": f"{status['loss']:.3g}"}
-    out.update({label: f"{status[k]:.2f}" for k, label in BAR_LABELS.items() if status.get(k) is not None})
+    out.update({label: f"{status[k]:.2f}" for k, label in BAR_LABELS.items()
+                if status.get(k) is not None and status[k] == status[k]})  # a NaN (no such rows) is left out
     return out
 
 

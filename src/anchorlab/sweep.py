@@ -1,4 +1,4 @@
-"""Sweeps as data: a base run plus axes, expanded to RunConfigs named by the hash of their config.
+"""Sweeps as data: a base run plus axes, expanded to run configs named by the hash of their config.
 
 A sweep file (TOML)::
 
@@ -9,10 +9,14 @@ A sweep file (TOML)::
     [axes]                           # the grid: every combination is one run
     "init.gamma" = [0.5, 0.8, 1.2]
     "seed" = [1, 2, 3]               # "seed" sets data_seed, init_seed and train_seed together
+    # tied axes: comma-separated keys move together (one value per key in each entry), not as a product
+    "init.gamma, train.weight_decay" = [[0.5, 0.01], [0.7, 0.1]]
 
-Its run directory holds ``sweep.json`` (the resolved spec and {run_id: grid coordinates}) and one
-directory per run, named by ``RunConfig.run_id()``; collection and plots read that manifest and each
-run's ``config.json``, so the grid is never typed twice.
+The base decides the kind of run: a config with a ``[data]`` table is a real-language run
+(:class:`~anchorlab.text.config.LMRunConfig`, trained by ``anchorlab lm``), any other an anchor-task run
+(:class:`~anchorlab.config.RunConfig`). Its run directory holds ``sweep.json`` (the resolved spec and
+{run_id: grid coordinates}) and one directory per run, named by the config's ``run_id()``; collection and
+plots read that manifest and each run's ``config.json``, so the grid is never typed twice.
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ from typing import Any
 from anchorlab import rundir
 from anchorlab.config import (
     ConfigError,
-    RunConfig,
     from_dict,
     merge,
+    parse_override,
     parse_toml_file,
     read_toml,
     set_dotted,
@@ -39,45 +43,73 @@ MANIFEST = "sweep.json"
 SEED_KEYS = ("seeds.data_seed", "seeds.init_seed", "seeds.train_seed")
 
 
+def kind_of(config: dict[str, Any]) -> str:
+    """"lm" for a real-language config (it has a ``[data]`` table), else "anchor"."""
+    return "lm" if "data" in config else "anchor"
+
+
+def axis_keys(axis: str) -> list[str]:
+    """The config keys an axis sets: "init.gamma" -> one; "init.gamma, train.weight_decay" -> tied keys."""
+    return [k.strip() for k in axis.split(",")]
+
+
 @dataclass(frozen=True)
 class SweepSpec:
     name: str
     base: dict[str, Any]  # resolved base run config (plain data)
     axes: dict[str, list[Any]] = field(default_factory=dict)
+    kind: str = "anchor"
 
     def points(self) -> list[dict[str, Any]]:
-        """Every grid point as {axis: value}, in row-major order of the axes as written."""
-        keys = list(self.axes)
-        return [dict(zip(keys, vals)) for vals in itertools.product(*(self.axes[k] for k in keys))]
-
-    def configs(self) -> list[tuple[dict[str, Any], RunConfig]]:
-        """(grid point, validated RunConfig) for every point."""
+        """Every grid point as {key: value}, in row-major order of the axes as written; the keys of a tied
+        axis ("a, b" = [[a1, b1], [a2, b2]]) take their values together."""
         out = []
-        base = with_defaults(self.base)
+        for combo in itertools.product(*self.axes.values()):
+            point: dict[str, Any] = {}
+            for axis, value in zip(self.axes, combo):
+                keys = axis_keys(axis)
+                point.update(zip(keys, value) if len(keys) > 1 else [(axis, value)])
+            out.append(point)
+        return out
+
+    def configs(self) -> list[tuple[dict[str, Any], Any]]:
+        """(grid point, validated run config) for every point: ``RunConfig`` or, for kind "lm",
+        ``LMRunConfig``."""
+        if self.kind == "lm":
+            from anchorlab.text.config import LMRunConfig, lm_from_dict
+            base, build = merge(LMRunConfig().to_dict(), self.base), lm_from_dict
+        else:
+            base, build = with_defaults(self.base), from_dict
+        out = []
         for point in self.points():
             d = copy.deepcopy(base)
             for key, value in point.items():
                 for k in (SEED_KEYS if key == "seed" else (key,)):
                     set_dotted(d, k, value, where="axes.")
-            out.append((point, from_dict(d)))
+            out.append((point, build(d)))
         return out
 
 
-def load_sweep(path: str | Path) -> SweepSpec:
-    """Read a sweep file; errors name the offending field."""
+def load_sweep(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> SweepSpec:
+    """Read a sweep file; ``overrides`` ("key=value", as ``--set``) apply to its base after its own ``[set]``.
+    Errors name the offending field."""
     path = Path(path)
     data = parse_toml_file(path, "sweep")
     unknown = sorted(set(data) - {"name", "base", "set", "axes"})
     if unknown:
         raise ConfigError(f"{unknown[0]}: unknown sweep key; allowed keys are name, base, set, axes")
     base = read_toml(path.parent / data["base"]) if "base" in data else {}
-    for key, value in data.get("set", {}).items():
+    for key, value in [*data.get("set", {}).items(), *map(parse_override, overrides)]:
         base = merge(base, _nest(key, value))
     axes = data.get("axes", {})
     for k, v in axes.items():
         if not isinstance(v, list) or not v:
             raise ConfigError(f"axes.{k}: expected a non-empty list of values")
-    spec = SweepSpec(name=data.get("name", path.stem), base=base, axes=axes)
+        n = len(axis_keys(k))
+        if n > 1 and not all(isinstance(e, list) and len(e) == n for e in v):
+            raise ConfigError(f"axes.{k}: a tied axis of {n} keys takes a list of [{', '.join(axis_keys(k))}] "
+                              f"entries of {n} values each")
+    spec = SweepSpec(name=data.get("name", path.stem), base=base, axes=axes, kind=kind_of(base))
     spec.configs()  # validate every point now, before anything is written
     return spec
 
@@ -93,20 +125,39 @@ def _nest(dotted: str, value: Any) -> dict[str, Any]:
     return out
 
 
-def expand(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], RunConfig, Path]]:
-    """(grid point, config, run dir) for every run of the sweep; writes nothing."""
+def expand(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], Any, Path]]:
+    """(grid point, config, run dir) for every run of the sweep; writes nothing.
+
+    A run's directory is ``out_dir/<run_id>``. A run made before a config field existed was named by the
+    hash of its config without that field; such a directory is found by its ``config.json`` (the missing
+    fields read as their defaults, as :func:`anchorlab.rundir.open_run` does) and used again."""
     out_dir = Path(out_dir)
-    return [(point, cfg, out_dir / cfg.run_id()) for point, cfg in spec.configs()]
+    rows, earlier = [], None
+    for point, cfg in spec.configs():
+        d = out_dir / cfg.run_id()
+        if not d.exists():
+            earlier = _stored_configs(out_dir) if earlier is None else earlier
+            new = cfg.to_dict()
+            d = next((e for e, stored in earlier if rundir.with_added_defaults(stored, cfg) == new), d)
+        rows.append((point, cfg, d))
+    return rows
 
 
-def plan(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], RunConfig, Path]]:
+def _stored_configs(out_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """(run dir, its config.json) for every run directory under ``out_dir``."""
+    if not out_dir.is_dir():
+        return []
+    return [(c.parent, rundir.read_json(c)) for c in sorted(out_dir.glob(f"*/{rundir.CONFIG}"))]
+
+
+def plan(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], Any, Path]]:
     """Write the manifest and return (grid point, config, run dir) for every run of the sweep."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = expand(spec, out_dir)
     rundir.write_json(out_dir / MANIFEST, {
-        "name": spec.name, "base": spec.base, "axes": spec.axes,
-        "runs": {cfg.run_id(): point for point, cfg, _ in rows},
+        "name": spec.name, "kind": spec.kind, "base": spec.base, "axes": spec.axes,
+        "runs": {d.name: point for point, _, d in rows},
     })
     return rows
 
@@ -127,9 +178,21 @@ def describe(spec: SweepSpec, out_dir: str | Path) -> str:
     for point, cfg, d in rows:
         status = run_status(d)
         counts[status] += 1
-        lines.append(f"{cfg.run_id()}  {status:7s}  " + "  ".join(f"{k}={v}" for k, v in point.items()))
+        lines.append(f"{d.name}  {status:7s}  " + "  ".join(f"{k}={v}" for k, v in point.items()))
     lines.append(", ".join(f"{n} {k}" for k, n in counts.items()))
     return "\n".join(lines)
+
+
+def run_dirs(sources: list[str | Path] | tuple[str | Path, ...]) -> list[Path]:
+    """Run directories of ``sources``: a sweep directory (with ``sweep.json``) stands for its runs, in the
+    manifest's grid order; any other directory is taken as one run."""
+    out = []
+    for s in map(Path, sources):
+        if (s / MANIFEST).is_file():
+            out += [s / run_id for run_id in rundir.read_json(s / MANIFEST)["runs"]]
+        else:
+            out.append(s)
+    return out
 
 
 def collect(sweep_dir: str | Path) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ FigureFn = Callable[..., Path]
 class Recipe:
     name: str
     fn: FigureFn      # fn(sources: list[Path], out: Path, **options) -> Path of the PNG
-    sources: str      # what SOURCE is: "sweep", "run" or "runs" (one or more run directories)
+    sources: str      # what SOURCE is: "sweep", "run" or "runs" (run directories; a sweep directory = its runs)
     help: str
 
 
@@ -46,6 +46,12 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
         raise ConfigError(f"figure: unknown name {name!r}; allowed: {', '.join(sorted(FIGURES))}")
     r = FIGURES[name]
     srcs = [Path(s) for s in sources]
+    if r.sources == "runs":  # a sweep directory stands for its runs
+        from anchorlab.sweep import run_dirs
+        srcs = run_dirs(srcs)
+    if not srcs:
+        from anchorlab.config import ConfigError
+        raise ConfigError(f"figure {name}: give at least one {'run' if r.sources == 'runs' else r.sources} directory")
     if r.sources != "runs" and len(srcs) != 1:
         from anchorlab.config import ConfigError
         raise ConfigError(f"figure {name}: takes one {r.sources} directory, got {len(srcs)}")

@@ -36,9 +36,10 @@ from anchorlab import rundir
 from anchorlab.cpu import setup_cpu
 from anchorlab.text.config import LMRunConfig, lm_from_dict
 from anchorlab.text.mix import IGNORE, SOURCES, TextMix, build_mix, label_ids, load_mix, save_mix, source_token_ids
-from anchorlab.train import batch_order, fused_adamw
+from anchorlab.train import ProgressFn, batch_order, fused_adamw
 
 DATA, TOKENIZER, RUNNING = "data", "tokenizer.json", "running_loss.json"
+STATUS_KEYS = ("train_loss_prontoqa", "train_loss_stories", "test_acc_prontoqa")  # the progress line's metrics
 _TEST_SEED_OFFSET = 7919  # PrOntoQA test examples come from data_seed + this (disjoint from training draws)
 
 
@@ -51,10 +52,19 @@ def read_lm_config(run_dir: str | Path) -> LMRunConfig:
 
 
 def story_source(stories: str) -> str | Path:
-    """``"sample"`` -> the real TinyStories sample path; anything else as given."""
-    from anchorlab.text.stories import sample_path
+    """``"sample"`` -> the real TinyStories sample path; anything else as given. The sample cannot ship with
+    anchorlab; where it is absent this raises a ``ConfigError`` that says how to point at it or do without."""
+    from anchorlab.text.stories import SAMPLE_ENV, sample_path
 
-    return sample_path() if stories == "sample" else stories
+    if stories != "sample":
+        return stories
+    path = sample_path()
+    if not (path / "stories.txt").is_file():
+        from anchorlab.config import ConfigError
+        raise ConfigError(f"data.stories: 'sample' is the real TinyStories sample, not found at {path}/stories.txt; "
+                          f"set {SAMPLE_ENV} to its directory, or use --set data.stories='standin' (the offline "
+                          "stand-in generator, not TinyStories) or a stories file")
+    return path
 
 
 def build_data(cfg: LMRunConfig, directory: Path) -> None:
@@ -277,9 +287,15 @@ def lr_at(step: int, cfg: LMRunConfig, total_steps: int) -> float:
     return tc.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
 
 
-def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, show_progress: bool = True) -> dict[str, Any]:
-    """Train ``cfg`` into ``run_dir`` (resuming an unfinished run exactly) and return the summary."""
+def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, progress: ProgressFn | None = None,
+             show_progress: bool = True) -> dict[str, Any]:
+    """Train ``cfg`` into ``run_dir`` (resuming an unfinished run exactly) and return the summary.
+
+    ``show_progress``: a tqdm bar over steps (loss, per-source losses, True/False test accuracy); without it,
+    ``progress(epoch, epochs, status)`` is called after every epoch (the sweep's one bar)."""
     run_dir = Path(run_dir)
+    if not rundir.is_done(run_dir) and not (run_dir / DATA).is_dir():
+        story_source(cfg.data.stories)  # stories that are not there: fail before anything is written
     status = rundir.open_run(run_dir, cfg)
     if status == "done":
         return rundir.read_json(run_dir / rundir.SUMMARY)
@@ -358,6 +374,8 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, show_progress: bool = Tru
             rundir.save_checkpoint(run_dir, model, step, epoch)
         rundir.write_json(run_dir / rundir.CKPT_DIR / RUNNING, {"step": step, "sums": run_sum.tolist()})
         rundir.save_resume(run_dir, model, opt, step, epoch)
+        if bar is None and progress is not None:
+            progress(epoch, tc.epochs, {"loss": loss.item(), **{k: last[k] for k in STATUS_KEYS}})
     if bar is not None:
         bar.close()
 
