@@ -1,4 +1,5 @@
-"""Run many run configs (anchor-task ``RunConfig`` or real-language ``LMRunConfig``): in-process, a pool of 1-thread worker processes, or Ray tasks (:mod:`.ray_backend`).
+"""Run many run configs (anchor-task ``RunConfig`` or real-language ``LMRunConfig``): in-process, a pool of
+1-thread worker processes, or Ray tasks (:mod:`.ray_backend`).
 
 Why 1-thread processes: on a small CPU, N processes with one intra-op thread each scale almost
 linearly (~1.85x for 2 on 2 cores), while one process with N threads collapses when anything else

@@ -175,7 +175,7 @@ def describe(spec: SweepSpec, out_dir: str | Path) -> str:
     lines = [f"sweep {spec.name} -> {out_dir}: {len(rows)} runs"]
     lines += [f"  {k} = {v}" for k, v in spec.axes.items()]
     counts = {"done": 0, "partial": 0, "new": 0}
-    for point, cfg, d in rows:
+    for point, _, d in rows:
         status = run_status(d)
         counts[status] += 1
         lines.append(f"{d.name}  {status:7s}  " + "  ".join(f"{k}={v}" for k, v in point.items()))
