@@ -1,8 +1,10 @@
 """Markdown tables of `anchorlab lm` runs for docs/text.md.
 
-    python experiments/text_table.py p2 RUN_DIR ...   # P2 Fig. 1 / 7A / 7B numbers per run
-    python experiments/text_table.py p1 RUN_DIR ...   # P1 Fig. 7 numbers per run
-    python experiments/text_table.py dl RUN_DIR ...   # ΔL (and L_PrOntoQA / L_stories) over training, a row per run
+    python experiments/text_table.py p2 SOURCE ...   # P2 Fig. 1 / 7A / 7B numbers per run
+    python experiments/text_table.py p1 SOURCE ...   # P1 Fig. 7 numbers per run
+    python experiments/text_table.py dl SOURCE ...   # ΔL (and L_PrOntoQA / L_stories) over training, a row per run
+
+SOURCE: run directories, or a sweep directory (its runs, in grid order).
 """
 
 import sys
@@ -10,6 +12,7 @@ from pathlib import Path
 
 from anchorlab import rundir
 from anchorlab.figures.text import convergence_step, delta_loss
+from anchorlab.sweep import run_dirs
 from anchorlab.text.lm import read_lm_config
 
 
@@ -66,4 +69,4 @@ def dl(dirs: list[Path], columns: int = 8) -> None:
 
 
 if __name__ == "__main__":
-    {"p2": p2, "p1": p1, "dl": dl}[sys.argv[1]]([Path(a) for a in sys.argv[2:]])
+    {"p2": p2, "p1": p1, "dl": dl}[sys.argv[1]](run_dirs([Path(a) for a in sys.argv[2:]]))

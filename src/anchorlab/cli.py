@@ -1,4 +1,4 @@
-"""Command line: ``anchorlab train|data|lm|demo|sweep|collect|figure|report``; one library call per
+"""Command line: ``anchorlab train|data|lm|demo|sweep|collect|figure|reproduce|report``; one library call per
 sub-command."""
 
 from __future__ import annotations
@@ -103,6 +103,18 @@ def _cmd_figure(a: argparse.Namespace) -> None:
     print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
 
 
+def _cmd_reproduce(a: argparse.Namespace) -> None:
+    from anchorlab.reproduce import describe_registry, reproduce
+
+    if a.name == "list":
+        print(describe_registry())
+        return
+    written = reproduce(a.name, a.out, paper=a.paper, overrides=tuple(a.set), workers=a.workers,
+                        backend=a.backend, dry_run=a.dry_run)
+    for path in written:
+        print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
+
+
 def _cmd_report(a: argparse.Namespace) -> None:
     from anchorlab.report import write_report
 
@@ -169,6 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a figure's own option, e.g. level=0.9 (p1-fig7) or all_tokens=true (p2-fig7b)")
     s.set_defaults(fn=_cmd_figure)
+    s = sub.add_parser("reproduce", help="one paper figure in one command: its sweeps, then its figures")
+    s.add_argument("name", help="entry of configs/reproduce.toml (e.g. p2-fig7a); `list` prints them with times")
+    s.add_argument("--paper", action="store_true", help="the paper-scale sweeps (need a GPU) instead of the CPU ones")
+    s.add_argument("--out", help="output directory (default runs/reproduce/NAME): OUT/<sweep>/ and OUT/figures/")
+    s.add_argument("--workers", type=int, default=2, help="1-thread worker processes (default 2)")
+    s.add_argument("--backend", choices=("local", "process", "ray"),
+                   help="as for sweep (default: process for --workers > 1, else local)")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="dotted override for every run (e.g. data.stories='standin', train.device='cuda')")
+    s.add_argument("--dry-run", action="store_true", help="print the runs (done / partial / new) and figures")
+    s.set_defaults(fn=_cmd_reproduce)
     s = sub.add_parser("report", help="one self-contained HTML report of a run or sweep directory")
     s.add_argument("source", help="run directory (config.json) or sweep directory (sweep.json)")
     s.add_argument("--out", help="HTML path (default SOURCE/report.html)")

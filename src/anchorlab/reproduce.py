@@ -1,0 +1,159 @@
+"""One command per paper figure: ``anchorlab reproduce NAME``.
+
+The registry is data (``configs/reproduce.toml``): each entry names the sweep files that produce a figure's
+runs (CPU scale, and ``paper`` for the paper scale) and the figures drawn from them. Reproducing an entry
+runs its sweeps through :func:`anchorlab.execute.run_all` into ``OUT/<sweep name>/`` (finished runs are
+skipped, unfinished ones resume) and then draws every figure into ``OUT/figures/`` with
+:func:`anchorlab.figures.draw`. Compute and plots meet only through those directories.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from anchorlab import rundir
+from anchorlab.config import ConfigError, parse_toml_file
+
+REGISTRY = Path(__file__).resolve().parents[2] / "configs" / "reproduce.toml"
+ENTRY_KEYS = {"about", "minutes", "sweeps", "paper", "figures"}
+FIGURE_KEYS = {"name", "select", "options", "out"}
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    name: str
+    select: tuple[dict[str, Any], ...] = ()  # grid points of the runs to draw from; () = every run
+    options: dict[str, Any] = field(default_factory=dict)
+    out: str = ""  # sub-directory of OUT/figures
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    name: str
+    about: str
+    sweeps: tuple[Path, ...]
+    paper: tuple[Path, ...]
+    figures: tuple[FigureSpec, ...]
+    minutes: float | None = None
+
+
+def load_registry(path: str | Path = REGISTRY) -> dict[str, Reproduction]:
+    """Every entry of the registry file, checked: unknown keys, missing sweep files and unknown figure names
+    are a ``ConfigError`` naming the entry and field."""
+    from anchorlab.figures import names
+
+    path = Path(path)
+    data = parse_toml_file(path, "registry")
+    known = set(names())
+    out = {}
+    for name, e in data.items():
+        where = f"{name}"
+        if not isinstance(e, dict):
+            raise ConfigError(f"{where}: expected a table")
+        unknown = sorted(set(e) - ENTRY_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed keys are {', '.join(sorted(ENTRY_KEYS))}")
+        sweeps = {k: tuple(path.parent / s for s in e.get(k, [])) for k in ("sweeps", "paper")}
+        if not sweeps["sweeps"]:
+            raise ConfigError(f"{where}.sweeps: a non-empty list of sweep files is required")
+        for k, files in sweeps.items():
+            for f in files:
+                if not f.is_file():
+                    raise ConfigError(f"{where}.{k}: sweep file {f} does not exist")
+        figures = []
+        for i, f in enumerate(e.get("figures", [])):
+            f = {"name": f} if isinstance(f, str) else f
+            unknown = sorted(set(f) - FIGURE_KEYS)
+            if unknown:
+                raise ConfigError(f"{where}.figures[{i}].{unknown[0]}: unknown key; allowed keys are "
+                                  f"{', '.join(sorted(FIGURE_KEYS))}")
+            if f.get("name") not in known:
+                raise ConfigError(f"{where}.figures[{i}].name: got {f.get('name')!r}; allowed: {', '.join(sorted(known))}")
+            select = f.get("select", [])
+            figures.append(FigureSpec(f["name"], tuple([select] if isinstance(select, dict) else select),
+                                      dict(f.get("options", {})), f.get("out", "")))
+        out[name] = Reproduction(name, e.get("about", ""), sweeps["sweeps"], sweeps["paper"], tuple(figures),
+                                 e.get("minutes"))
+    return out
+
+
+def get(name: str, registry: str | Path = REGISTRY) -> Reproduction:
+    entries = load_registry(registry)
+    if name not in entries:
+        raise ConfigError(f"name: unknown reproduction {name!r}; allowed: {', '.join(entries)}")
+    return entries[name]
+
+
+def describe_registry(registry: str | Path = REGISTRY) -> str:
+    """One line per entry: name, CPU-scale minutes, what it reproduces."""
+    lines = []
+    for r in load_registry(registry).values():
+        t = f"~{r.minutes:g} min" if r.minutes is not None else "not timed"
+        lines.append(f"{r.name:9s} {t:>10s}  {r.about}" + ("" if r.paper else "  [no paper-scale sweep]"))
+    return "\n".join(lines)
+
+
+def _selected(fig: FigureSpec, sweep_dirs: list[Path]) -> list[Path]:
+    """The run directories a figure draws from: those matching ``fig.select`` (in its order), or all."""
+    runs = [(d / run_id, point) for d in sweep_dirs
+            for run_id, point in rundir.read_json(d / "sweep.json")["runs"].items()]
+    if not fig.select:
+        return [r for r, _ in runs]
+    chosen = []
+    for want in fig.select:
+        match = [r for r, point in runs if all(point.get(k) == v for k, v in want.items())]
+        if not match:
+            raise ConfigError(f"figures.{fig.name}.select: no run of the sweeps has {want}")
+        chosen.append(match[0])
+    return chosen
+
+
+def draw_figures(rep: Reproduction, sweep_dirs: list[Path], out: Path) -> list[Path]:
+    """Draw every figure of ``rep`` from the runs in ``sweep_dirs`` into ``out``; returns the PNG paths."""
+    from anchorlab.figures import FIGURES, draw
+
+    written = []
+    for fig in rep.figures:
+        kind = FIGURES[fig.name].sources
+        if kind == "sweep":
+            sources = sweep_dirs[:1]
+        else:
+            sources = _selected(fig, sweep_dirs)
+            if kind == "run":
+                sources = sources[:1]
+        written.append(draw(fig.name, sources, out / fig.out if fig.out else out, **fig.options))
+    return written
+
+
+def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, overrides: tuple[str, ...] = (),
+              workers: int = 2, backend: str | None = None, registry: str | Path = REGISTRY,
+              dry_run: bool = False, show_progress: bool = True) -> list[Path]:
+    """Run entry ``name``'s sweeps and draw its figures; returns the PNG paths (``dry_run``: print the plan and
+    return [])."""
+    from anchorlab.execute import run_all
+    from anchorlab.sweep import describe, load_sweep, plan
+
+    rep = get(name, registry)
+    files = rep.paper if paper else rep.sweeps
+    if not files:
+        raise ConfigError(f"--paper: {name} has no paper-scale sweep in the registry")
+    out = Path(out) if out is not None else Path("runs") / "reproduce" / (name + ("-paper" if paper else ""))
+    specs = [load_sweep(f, overrides) for f in files]  # every sweep is validated before anything runs
+    if dry_run:
+        for spec in specs:
+            print(describe(spec, out / spec.name))
+        print(f"then figures {', '.join(f.name for f in rep.figures)} -> {out / 'figures'}")
+        return []
+    dirs = []
+    for spec in specs:
+        rows = plan(spec, out / spec.name)
+        results = run_all([(cfg, d) for _, cfg, d in rows], workers=workers, backend=backend,
+                          show_progress=show_progress)
+        failed = [str(r.run_dir) for r in results if r.error]
+        if failed:
+            raise ConfigError(f"sweep {spec.name}: {len(failed)} run(s) failed ({', '.join(failed)}); "
+                              "no figure drawn. Fix the cause and run the same command again: finished runs are kept")
+        dirs.append(out / spec.name)
+    return draw_figures(rep, dirs, out / "figures")

@@ -1,0 +1,99 @@
+"""anchorlab reproduce: the registry (configs/reproduce.toml) is valid data, and an entry runs its sweeps and
+draws its figures (a sweep figure, a run figure picked by grid point, a runs figure) in one call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from anchorlab.config import ConfigError
+from anchorlab.figures import FIGURES
+from anchorlab.reproduce import get, load_registry, reproduce
+from anchorlab.sweep import load_sweep
+
+
+def test_shipped_registry_every_sweep_loads_and_every_selection_exists():
+    entries = load_registry()
+    assert {"p1-fig2", "p1-fig7", "p1-fig14", "p2-fig1", "p2-fig3a", "p2-fig3b", "p2-fig7a", "p2-fig7b",
+            "p2-fig8"} <= set(entries)
+    for rep in entries.values():
+        for files in (rep.sweeps, rep.paper):
+            if not files:
+                continue
+            points = [p for f in files for p, _ in load_sweep(f).configs()]
+            for fig in rep.figures:
+                kind = FIGURES[fig.name].sources
+                assert kind != "run" or len(fig.select) == 1, (rep.name, fig.name)
+                assert kind != "sweep" or len(files) == 1, (rep.name, fig.name)
+                for want in fig.select:
+                    assert any(all(p.get(k) == v for k, v in want.items()) for p in points), (rep.name, want)
+    assert all(r.minutes is not None for n, r in entries.items() if n != "p2-fig8")
+    assert [f.name for f in entries["p2-fig7a"].figures] == ["p2-fig7a", "p2-fig1"]
+
+
+TINY = """
+[task]
+data_size = 1600
+[model]
+d_model = 16
+d_head = 8
+d_mlp = 16
+[train]
+batch_size = 128
+epochs = 2
+warmup_epochs = 1
+cosine_epochs = 1
+checkpoint_every = 1
+threads = 1
+"""
+
+
+def registry(tmp_path: Path, figures: str, extra: str = "") -> Path:
+    (tmp_path / "base.toml").write_text(TINY)
+    (tmp_path / "grid.toml").write_text('name = "grid"\nbase = "base.toml"\n[axes]\n"init.gamma" = [0.5, 1.0]\n'
+                                        '"model.n_layers" = [1, 2]\n')
+    (tmp_path / "reg.toml").write_text(f'[tiny]\nabout = "a test"\nminutes = 1\nsweeps = ["grid.toml"]\n{extra}'
+                                       f'figures = {figures}\n')
+    return tmp_path / "reg.toml"
+
+
+def test_an_entry_runs_its_sweep_and_draws_its_figures(tmp_path, capsys):
+    reg = registry(tmp_path, '["p1-fig2", { name = "p1-fig4", select = { "init.gamma" = 1.0, "model.n_layers" = 2 }, '
+                             'out = "small" }, { name = "p1-fig13", select = [{ "init.gamma" = 1.0, '
+                             '"model.n_layers" = 2 }, { "init.gamma" = 0.5, "model.n_layers" = 2 }] }]')
+    out = tmp_path / "out"
+    written = reproduce("tiny", out, registry=reg, workers=1, show_progress=False)
+    assert written == [out / "figures" / "p1-fig2.png", out / "figures" / "small" / "p1-fig4.png",
+                       out / "figures" / "p1-fig13.png"]
+    assert all(p.is_file() and p.with_suffix(".csv").is_file() for p in written)
+    rows = [line.split(",") for line in (out / "figures" / "p1-fig13.csv").read_text().splitlines()[1:]]
+    assert {r[1] for r in rows} == {"1.0", "0.5"}  # the two selected runs, and only those
+    summaries = sorted((out / "grid").glob("*/summary.json"))
+    assert len(summaries) == 4
+    stamp = [p.stat().st_mtime_ns for p in summaries]
+    reproduce("tiny", out, registry=reg, workers=1, show_progress=False)  # again: nothing retrained
+    assert [p.stat().st_mtime_ns for p in summaries] == stamp
+    assert reproduce("tiny", out, registry=reg, dry_run=True) == []
+    assert "4 done" in capsys.readouterr().out.replace("done,", "done")
+
+
+@pytest.mark.parametrize("figures, extra, field", [
+    ('["p9-fig1"]', "", r"tiny\.figures\[0\]\.name"),
+    ('[{ name = "p1-fig2", colour = "red" }]', "", r"tiny\.figures\[0\]\.colour"),
+    ('["p1-fig2"]', 'paper = ["missing.toml"]\n', r"tiny\.paper: sweep file"),
+    ('["p1-fig2"]', 'seeds = 3\n', r"tiny\.seeds: unknown key"),
+])
+def test_bad_registry_names_the_field(tmp_path, figures, extra, field):
+    with pytest.raises(ConfigError, match=field):
+        load_registry(registry(tmp_path, figures, extra))
+
+
+def test_unknown_entry_no_paper_sweep_and_unmatched_selection(tmp_path):
+    reg = registry(tmp_path, '[{ name = "p1-fig4", select = { "init.gamma" = 7.0 } }]')
+    with pytest.raises(ConfigError, match="name: unknown reproduction 'nope'; allowed: tiny"):
+        get("nope", reg)
+    with pytest.raises(ConfigError, match="--paper: tiny has no paper-scale sweep"):
+        reproduce("tiny", tmp_path / "o", paper=True, registry=reg)
+    with pytest.raises(ConfigError, match=r"select: no run of the sweeps has \{'init.gamma': 7.0\}"):
+        reproduce("tiny", tmp_path / "o", registry=reg, workers=1, show_progress=False)
