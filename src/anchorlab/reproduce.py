@@ -49,7 +49,7 @@ def load_registry(path: str | Path = REGISTRY) -> dict[str, Reproduction]:
     known = set(names())
     out = {}
     for name, e in data.items():
-        where = f"{name}"
+        where = name
         if not isinstance(e, dict):
             raise ConfigError(f"{where}: expected a table")
         unknown = sorted(set(e) - ENTRY_KEYS)
@@ -70,7 +70,8 @@ def load_registry(path: str | Path = REGISTRY) -> dict[str, Reproduction]:
                 raise ConfigError(f"{where}.figures[{i}].{unknown[0]}: unknown key; allowed keys are "
                                   f"{', '.join(sorted(FIGURE_KEYS))}")
             if f.get("name") not in known:
-                raise ConfigError(f"{where}.figures[{i}].name: got {f.get('name')!r}; allowed: {', '.join(sorted(known))}")
+                raise ConfigError(f"{where}.figures[{i}].name: got {f.get('name')!r}; "
+                                  f"allowed: {', '.join(sorted(known))}")
             select = f.get("select", [])
             figures.append(FigureSpec(f["name"], tuple([select] if isinstance(select, dict) else select),
                                       dict(f.get("options", {})), f.get("out", "")))
