@@ -191,6 +191,13 @@ def test_lm_sweep_runs_resumes_collects_and_draws(tmp_path, capsys):
     assert main(["figure", "p2-fig7a", str(out), "--out", str(tmp_path / "fig")]) == 0
     rows = (tmp_path / "fig" / "p2-fig7a.csv").read_text()
     assert all(str(d) in rows for d in dirs)
+    assert main(["report", str(out), "--out", str(tmp_path / "sweep.html")]) == 0
+    page = (tmp_path / "sweep.html").read_text()
+    assert page.count('<img alt="p2-fig') == 3 and "p1-fig7: for PrOntoQA-only runs" in page  # 7A, 7B, Fig. 1
+    assert all(f'id="run-{d.name}"' in page for d in dirs) and "token-embedding cosine" not in page.split("Runs")[0]
+    assert main(["report", str(dirs[0]), "--out", str(tmp_path / "run.html")]) == 0
+    page = (tmp_path / "run.html").read_text()
+    assert "GPT-2 2 × 32 (2 heads), γ 0.5 (fan_in)" in page and page.count('<img alt="p2-fig') == 3
     with pytest.raises(ConfigError, match="batch_models"):
         from anchorlab.execute import run_all
         run_all([(c, tmp_path / "x") for _, c in load_sweep(spec).configs()], batch_models=2)

@@ -95,11 +95,12 @@ def write_report(source: str | Path | Sequence[str | Path], out: str | Path | No
     for i, src in enumerate(sources):
         anchor = f"s{i}-" if len(sources) > 1 else ""
         if (src / MANIFEST).is_file():
-            title, body = _sweep_page(src, max_run_figures, anchor)
+            title, body = (_lm_sweep_page if _is_lm_sweep(src) else _sweep_page)(src, max_run_figures, anchor)
         elif (src / rundir.CONFIG).is_file():
             title = f"anchorlab run {src.name}"
-            body = _provenance_block([src], anchor) + _run_section(src, figures=True, level=2, all_p2=True,
-                                                                   anchor=anchor)
+            section = _lm_run_section(src, level=2, anchor=anchor) if _is_lm_run(src) else \
+                _run_section(src, figures=True, level=2, all_p2=True, anchor=anchor)
+            body = _provenance_block([src], anchor) + section
         else:
             raise ConfigError(f"source: {src} is neither a run directory ({rundir.CONFIG}) nor a sweep "
                               f"directory ({MANIFEST})")
@@ -426,4 +427,118 @@ def _sweep_page(sweep_dir: Path, max_run_figures: int, anchor: str = "") -> tupl
     missing = [d.name for d in run_dirs if d not in existing]
     if missing:
         parts.append(f'<p class="skip">not started: {_e(", ".join(missing))}</p>')
+    return f"anchorlab sweep {manifest.get('name', sweep_dir.name)}", "\n".join(parts)
+
+
+# ------------------------------------------------------------------------------------------------
+# Real-language runs (`anchorlab lm`): GPT-2 on PrOntoQA + stories
+
+LM_FIGURES = ("p2-fig1", "p2-fig7a", "p2-fig7b", "p1-fig7")
+
+
+def _is_lm_run(run_dir: Path) -> bool:
+    return "data" in rundir.read_json(run_dir / rundir.CONFIG)
+
+
+def _is_lm_sweep(sweep_dir: Path) -> bool:
+    manifest = rundir.read_json(sweep_dir / MANIFEST)
+    if "kind" in manifest:
+        return manifest["kind"] == "lm"
+    return "data" in manifest.get("base", {})
+
+
+def _lm_curves(history: list[dict[str, Any]], run_id: str) -> str:
+    """Per-source losses, True/False accuracy and token-embedding cosines over steps."""
+    if not history:
+        return '<p class="skip">no evaluations in metrics.jsonl yet</p>'
+    steps = [r["step"] for r in history]
+    last = history[-1]
+
+    def series(keys: list[str]) -> dict[str, list[Any]]:
+        return {k: [r.get(k) for r in history] for k in keys if k in last}
+
+    panels = {"loss (per source)": series([f"{s}_loss_{src}" for s in ("train", "test")
+                                            for src in ("prontoqa", "stories")] + ["train_loss"]),
+              "PrOntoQA True/False accuracy": series(["train_acc_prontoqa", "test_acc_prontoqa"]),
+              "token-embedding cosine": series([k for k in last if k.startswith("emb_cos_")])}
+    fig = plot_training_curves(steps, {k: v for k, v in panels.items() if v}, log_panels=("loss (per source)",),
+                               unit_panels=("PrOntoQA True/False accuracy",), xlabel="step")
+    return _img(_fig_png(fig), "training curves", f"training curves of {run_id} ({len(history)} evaluations)",
+                _csv_bytes(history), f"{run_id}_metrics.csv")
+
+
+def _lm_figures(run_dirs: list[Path]) -> str:
+    """The real-language figures drawn from ``run_dirs``; those that do not apply are listed with the reason."""
+    from anchorlab.figures import FIGURES, names
+
+    names()  # loads every recipe
+    with_stories = any(rundir.read_json(d / rundir.CONFIG)["data"]["n_stories"] > 0 for d in run_dirs)
+    parts, skipped = [], []
+    for name in LM_FIGURES:
+        if (name == "p1-fig7") == with_stories:
+            skipped.append(f"<li>{_e(name)}: {'for PrOntoQA-only runs' if with_stories else 'needs stories in the mix'}"
+                           "</li>")
+            continue
+        try:
+            parts.append(_drawn(name, run_dirs, FIGURES[name].help))
+        except ConfigError as e:
+            skipped.append(f"<li>{_e(name)}: {_e(e)}</li>")
+    if skipped:
+        parts.append('<p class="skip">not drawn:</p><ul class="skip">' + "".join(skipped) + "</ul>")
+    return "\n".join(parts)
+
+
+def _lm_run_section(run_dir: Path, level: int = 3, anchor: str = "", figures: bool = True) -> str:
+    from anchorlab.text.lm import read_lm_config
+
+    cfg_dict = rundir.read_json(run_dir / rundir.CONFIG)
+    cfg = read_lm_config(run_dir)
+    h, hs = f"h{level}", f"h{level + 1}"
+    m = cfg.model
+    parts = [f'<{h} id="{anchor}run-{_e(run_dir.name)}">Run {_e(run_dir.name)}: GPT-2 {m.n_layer} × {m.n_embd} '
+             f"({m.n_head} heads), γ {cfg.init.gamma:g} ({_e(cfg.init.convention)}), "
+             f"{cfg.data.n_prontoqa} PrOntoQA + {cfg.data.n_stories} stories ({_e(cfg.data.stories)}), "
+             f"seed {cfg.seeds.init_seed}</{h}>"]
+    parts.append(f"<{hs}>Resolved config</{hs}><details><summary>config.json</summary><pre>"
+                 f"{_e(json.dumps(cfg_dict, indent=2))}</pre></details>")
+    parts.append(f"<{hs}>Training curves</{hs}>" + _lm_curves(rundir.read_metrics(run_dir), run_dir.name))
+    parts.append(f"<{hs}>Final metrics</{hs}>")
+    if (run_dir / rundir.SUMMARY).is_file():
+        summary = rundir.read_json(run_dir / rundir.SUMMARY)
+        parts.append(_kv_table({k: v for k, v in summary.items() if not isinstance(v, (dict, list))}))
+    else:
+        parts.append('<p class="skip">unfinished run: no summary.json yet</p>')
+    if figures and rundir.read_metrics(run_dir):
+        parts.append(f"<{hs}>Figures</{hs}>" + _lm_figures([run_dir]))
+    return "\n".join(parts)
+
+
+def _lm_sweep_page(sweep_dir: Path, max_run_figures: int, anchor: str = "") -> tuple[str, str]:
+    """A real-language sweep: provenance, the collected table, the figures over all its runs, then each run
+    (curves and final metrics; the figures already show every run, so ``max_run_figures`` is not used)."""
+    manifest = rundir.read_json(sweep_dir / MANIFEST)
+    rows = collect(sweep_dir)
+    existing = [sweep_dir / r["run_id"] for r in rows if (sweep_dir / r["run_id"] / rundir.CONFIG).is_file()]
+    parts = ["<nav>" + "".join(f'<a href="#{anchor}{a}">{t}</a>' for a, t in (
+        ("provenance", "provenance"), ("table", "table"), ("grids", "figures"), ("runs", "runs"))) + "</nav>"]
+    parts.append(_kv_table({"sweep": manifest.get("name", sweep_dir.name), "directory": sweep_dir.resolve(),
+                            "axes": json.dumps(manifest.get("axes", {})), "runs": len(rows),
+                            "done": sum(r["status"] == "done" for r in rows)}))
+    parts.append(_provenance_block(existing, anchor) if existing else "")
+    axes = list(manifest["runs"][rows[0]["run_id"]]) if rows else []
+    head = [c for c in ("step", "train_loss_prontoqa", "train_loss_stories", "test_loss_prontoqa",
+                        "test_loss_stories", "test_acc_prontoqa", "emb_cos_prontoqa", "emb_cos_stories")
+            if any(c in r for r in rows)]
+    rest = sorted({k for r in rows for k in r} - {"run_id", "status", *axes, *head})
+    parts.append(f'<h2 id="{anchor}table">Collected table</h2><p class="skip">click a column header to sort</p>'
+                 + _table(rows, ["run_id", *axes, "status", *head, *rest], sortable=True, link_col="run_id",
+                          anchor=anchor, linked={d.name for d in existing})
+                 + f'<p><a download="summary.csv" href="{_data_uri(_csv_bytes(rows), "text/csv")}">'
+                   "table (CSV)</a></p>")
+    with_history = [d for d in existing if rundir.read_metrics(d)]
+    parts.append(f'<h2 id="{anchor}grids">Figures over the runs</h2>'
+                 + (_lm_figures(with_history) if with_history else '<p class="skip">no evaluations yet</p>'))
+    parts.append(f'<h2 id="{anchor}runs">Runs</h2>')
+    for d in existing:
+        parts.append(_lm_run_section(d, anchor=anchor, figures=False))
     return f"anchorlab sweep {manifest.get('name', sweep_dir.name)}", "\n".join(parts)

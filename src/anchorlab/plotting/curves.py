@@ -12,7 +12,7 @@ from anchorlab.plotting.style import plt, style
 
 def plot_training_curves(epochs: Sequence[float], panels: Mapping[str, Mapping[str, Sequence[float | None]]],
                          log_panels: Sequence[str] = (), unit_panels: Sequence[str] = (),
-                         title: str = "", ncols: int = 3) -> Figure:
+                         title: str = "", ncols: int = 3, xlabel: str = "epoch") -> Figure:
     """One panel per entry of ``panels`` {panel title: {line label: values per epoch}}, ``ncols`` a row;
     panels named in ``log_panels`` get a log y-axis, those in ``unit_panels`` the range [0, 1].
     ``None`` values (e.g. no train loss at step 0) are left out of a line."""
@@ -33,7 +33,7 @@ def plot_training_curves(epochs: Sequence[float], panels: Mapping[str, Mapping[s
             if name in unit_panels:
                 ax.set_ylim(-0.03, 1.03)
             ax.set_title(name, fontsize=9)
-            ax.set_xlabel("epoch")
+            ax.set_xlabel(xlabel)
             if series:  # many series (the groups): a translucent framed legend so the lines stay visible
                 ax.legend(fontsize=6, ncol=1 + len(series) // 8, frameon=len(series) > 8, framealpha=0.6)
         if title:
