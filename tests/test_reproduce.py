@@ -11,6 +11,7 @@ from anchorlab.config import ConfigError
 from anchorlab.figures import FIGURES
 from anchorlab.reproduce import get, load_registry, reproduce
 from anchorlab.sweep import load_sweep
+from tests.tiny import TINY_ANCHOR_TOML
 
 
 def test_shipped_registry_every_sweep_loads_and_every_selection_exists():
@@ -32,25 +33,11 @@ def test_shipped_registry_every_sweep_loads_and_every_selection_exists():
     assert [f.name for f in entries["p2-fig7a"].figures] == ["p2-fig7a", "p2-fig1"]
 
 
-TINY = """
-[task]
-data_size = 1600
-[model]
-d_model = 16
-d_head = 8
-d_mlp = 16
-[train]
-batch_size = 128
-epochs = 2
-warmup_epochs = 1
-cosine_epochs = 1
-checkpoint_every = 1
-threads = 1
-"""
+
 
 
 def registry(tmp_path: Path, figures: str, extra: str = "") -> Path:
-    (tmp_path / "base.toml").write_text(TINY)
+    (tmp_path / "base.toml").write_text(TINY_ANCHOR_TOML)
     (tmp_path / "grid.toml").write_text('name = "grid"\nbase = "base.toml"\n[axes]\n"init.gamma" = [0.5, 1.0]\n'
                                         '"model.n_layers" = [1, 2]\n')
     (tmp_path / "reg.toml").write_text(f'[tiny]\nabout = "a test"\nminutes = 1\nsweeps = ["grid.toml"]\n{extra}'

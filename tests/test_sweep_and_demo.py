@@ -5,21 +5,9 @@ import pytest
 from anchorlab.config import ConfigError
 from anchorlab.demo import outcome, run_demo
 from anchorlab.sweep import load_sweep, plan
+from tests.tiny import TINY_ANCHOR_TOML
 
-TINY_BASE = """
-[task]
-data_size = 1600
-[model]
-d_model = 16
-d_head = 8
-d_mlp = 16
-[train]
-batch_size = 128
-epochs = 2
-warmup_epochs = 1
-cosine_epochs = 1
-threads = 1
-"""
+TINY_BASE = TINY_ANCHOR_TOML
 
 
 def write_sweep(tmp_path, axes: str, extra: str = "") -> str:

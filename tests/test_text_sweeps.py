@@ -12,6 +12,7 @@ import pytest
 from anchorlab import rundir
 from anchorlab.config import ConfigError
 from anchorlab.sweep import describe, expand, load_sweep, plan, run_dirs
+from tests.tiny import TINY_ANCHOR_TOML
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "configs" / "sweeps"
@@ -83,23 +84,7 @@ def test_set_reaches_every_run_of_a_sweep():
 # --------------------------------------------------------------------------------------------------
 # Tied axes and sweep directories made before a config field existed (anchor configs: no text extras)
 
-TINY_ANCHOR = """
-[task]
-data_size = 1600
-[model]
-d_model = 16
-d_head = 8
-d_mlp = 16
-[train]
-batch_size = 128
-epochs = 1
-warmup_epochs = 1
-cosine_epochs = 1
-threads = 1
-"""
-
-
-def write(tmp_path: Path, body: str, base: str = TINY_ANCHOR) -> Path:
+def write(tmp_path: Path, body: str, base: str = TINY_ANCHOR_TOML) -> Path:
     (tmp_path / "base.toml").write_text(base)
     (tmp_path / "s.toml").write_text(f'name = "t"\nbase = "base.toml"\n{body}')
     return tmp_path / "s.toml"

@@ -297,19 +297,23 @@ def _final_metrics(summary: dict[str, Any], task: str) -> str:
     return out
 
 
+def _run_head(run_dir: Path, title: str, level: int, anchor: str, curves: str) -> list[str]:
+    """A run section's heading, resolved config and training curves, up to the "Final metrics" heading."""
+    h, hs = f"h{level}", f"h{level + 1}"
+    return [f'<{h} id="{anchor}run-{_e(run_dir.name)}">Run {_e(run_dir.name)}: {_e(title)}</{h}>',
+            f"<{hs}>Resolved config</{hs}><details><summary>config.json</summary><pre>"
+            f"{_e(json.dumps(rundir.read_json(run_dir / rundir.CONFIG), indent=2))}</pre></details>",
+            f"<{hs}>Training curves</{hs}>" + curves, f"<{hs}>Final metrics</{hs}>"]
+
+
 def _run_section(run_dir: Path, figures: bool, level: int = 3, all_p2: bool = False, anchor: str = "") -> str:
     """A run's config, curves, final metrics and figures: the P1 ones that apply and, for the ``mem_rsn``
     task, the P2 ones (single-run recipes; with ``all_p2`` also those over several runs)."""
-    cfg_dict = rundir.read_json(run_dir / rundir.CONFIG)
     cfg = rundir.read_config(run_dir)
-    h, hs = f"h{level}", f"h{level + 1}"
-    parts = [f'<{h} id="{anchor}run-{_e(run_dir.name)}">Run {_e(run_dir.name)}: {_e(cfg.task.name)} / '
-             f"{_e(cfg.model.name)}, γ {cfg.init.gamma:g}, {cfg.model.n_layers} layer(s), seed "
-             f"{cfg.seeds.init_seed}</{h}>"]
-    parts.append(f"<{hs}>Resolved config</{hs}><details><summary>config.json</summary><pre>"
-                 f"{_e(json.dumps(cfg_dict, indent=2))}</pre></details>")
-    parts.append(f"<{hs}>Training curves</{hs}>" + _curves(rundir.read_metrics(run_dir), run_dir.name))
-    parts.append(f"<{hs}>Final metrics</{hs}>")
+    hs = f"h{level + 1}"
+    parts = _run_head(run_dir, f"{cfg.task.name} / {cfg.model.name}, γ {cfg.init.gamma:g}, {cfg.model.n_layers} "
+                      f"layer(s), seed {cfg.seeds.init_seed}", level, anchor,
+                      _curves(rundir.read_metrics(run_dir), run_dir.name))
     if (run_dir / rundir.SUMMARY).is_file():
         parts.append(_final_metrics(rundir.read_json(run_dir / rundir.SUMMARY), cfg.task.name))
     else:
@@ -491,18 +495,13 @@ def _lm_figures(run_dirs: list[Path]) -> str:
 def _lm_run_section(run_dir: Path, level: int = 3, anchor: str = "", figures: bool = True) -> str:
     from anchorlab.text.lm import read_lm_config
 
-    cfg_dict = rundir.read_json(run_dir / rundir.CONFIG)
     cfg = read_lm_config(run_dir)
-    h, hs = f"h{level}", f"h{level + 1}"
+    hs = f"h{level + 1}"
     m = cfg.model
-    parts = [f'<{h} id="{anchor}run-{_e(run_dir.name)}">Run {_e(run_dir.name)}: GPT-2 {m.n_layer} × {m.n_embd} '
-             f"({m.n_head} heads), γ {cfg.init.gamma:g} ({_e(cfg.init.convention)}), "
-             f"{cfg.data.n_prontoqa} PrOntoQA + {cfg.data.n_stories} stories ({_e(cfg.data.stories)}), "
-             f"seed {cfg.seeds.init_seed}</{h}>"]
-    parts.append(f"<{hs}>Resolved config</{hs}><details><summary>config.json</summary><pre>"
-                 f"{_e(json.dumps(cfg_dict, indent=2))}</pre></details>")
-    parts.append(f"<{hs}>Training curves</{hs}>" + _lm_curves(rundir.read_metrics(run_dir), run_dir.name))
-    parts.append(f"<{hs}>Final metrics</{hs}>")
+    parts = _run_head(run_dir, f"GPT-2 {m.n_layer} × {m.n_embd} ({m.n_head} heads), γ {cfg.init.gamma:g} "
+                      f"({cfg.init.convention}), {cfg.data.n_prontoqa} PrOntoQA + {cfg.data.n_stories} stories "
+                      f"({cfg.data.stories}), seed {cfg.seeds.init_seed}", level, anchor,
+                      _lm_curves(rundir.read_metrics(run_dir), run_dir.name))
     if (run_dir / rundir.SUMMARY).is_file():
         summary = rundir.read_json(run_dir / rundir.SUMMARY)
         parts.append(_kv_table({k: v for k, v in summary.items() if not isinstance(v, (dict, list))}))
