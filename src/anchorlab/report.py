@@ -34,7 +34,7 @@ from anchorlab.phase import SEED_AXES, phase_grid
 from anchorlab.plotting.curves import plot_training_curves
 from anchorlab.plotting.figures import plot_phase_diagrams
 from anchorlab.plotting.style import plt
-from anchorlab.sweep import MANIFEST, collect, write_csv
+from anchorlab.sweep import MANIFEST, collect, kind_of, write_csv
 
 # Phase-diagram metrics per task: (metrics drawn, metric whose value < 0.9 hatches a cell)
 PHASE_METRICS = {"composite": (("unseen_symmetric_acc", "unseen_inferential_acc"), "seen_test_acc"),
@@ -441,14 +441,11 @@ LM_FIGURES = ("p2-fig1", "p2-fig7a", "p2-fig7b", "p1-fig7")
 
 
 def _is_lm_run(run_dir: Path) -> bool:
-    return "data" in rundir.read_json(run_dir / rundir.CONFIG)
+    return kind_of(rundir.read_json(run_dir / rundir.CONFIG)) == "lm"
 
 
 def _is_lm_sweep(sweep_dir: Path) -> bool:
-    manifest = rundir.read_json(sweep_dir / MANIFEST)
-    if "kind" in manifest:
-        return manifest["kind"] == "lm"
-    return "data" in manifest.get("base", {})
+    return kind_of(rundir.read_json(sweep_dir / MANIFEST).get("base", {})) == "lm"
 
 
 def _lm_curves(history: list[dict[str, Any]], run_id: str) -> str:

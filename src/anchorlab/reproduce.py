@@ -15,6 +15,7 @@ from typing import Any
 
 from anchorlab import rundir
 from anchorlab.config import ConfigError, parse_toml_file
+from anchorlab.sweep import MANIFEST
 
 REGISTRY = Path(__file__).resolve().parents[2] / "configs" / "reproduce.toml"
 ENTRY_KEYS = {"about", "minutes", "sweeps", "paper", "figures"}
@@ -99,7 +100,7 @@ def describe_registry(registry: str | Path = REGISTRY) -> str:
 def _selected(fig: FigureSpec, sweep_dirs: list[Path]) -> list[Path]:
     """The run directories a figure draws from: those matching ``fig.select`` (in its order), or all."""
     runs = [(d / run_id, point) for d in sweep_dirs
-            for run_id, point in rundir.read_json(d / "sweep.json")["runs"].items()]
+            for run_id, point in rundir.read_json(d / MANIFEST)["runs"].items()]
     if not fig.select:
         return [r for r, _ in runs]
     chosen = []

@@ -58,7 +58,11 @@ class SweepSpec:
     name: str
     base: dict[str, Any]  # resolved base run config (plain data)
     axes: dict[str, list[Any]] = field(default_factory=dict)
-    kind: str = "anchor"
+
+    @property
+    def kind(self) -> str:
+        """"lm" or "anchor", from the base config (:func:`kind_of`)."""
+        return kind_of(self.base)
 
     def points(self) -> list[dict[str, Any]]:
         """Every grid point as {key: value}, in row-major order of the axes as written; the keys of a tied
@@ -109,7 +113,7 @@ def load_sweep(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) ->
         if n > 1 and not all(isinstance(e, list) and len(e) == n for e in v):
             raise ConfigError(f"axes.{k}: a tied axis of {n} keys takes a list of [{', '.join(axis_keys(k))}] "
                               f"entries of {n} values each")
-    spec = SweepSpec(name=data.get("name", path.stem), base=base, axes=axes, kind=kind_of(base))
+    spec = SweepSpec(name=data.get("name", path.stem), base=base, axes=axes)
     spec.configs()  # validate every point now, before anything is written
     return spec
 
@@ -156,7 +160,7 @@ def plan(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], Any
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = expand(spec, out_dir)
     rundir.write_json(out_dir / MANIFEST, {
-        "name": spec.name, "kind": spec.kind, "base": spec.base, "axes": spec.axes,
+        "name": spec.name, "base": spec.base, "axes": spec.axes,
         "runs": {d.name: point for point, _, d in rows},
     })
     return rows
