@@ -45,9 +45,15 @@ class CompositeTaskConfig:
     held_out: tuple[tuple[int, ...], ...] = ((4, 3),)  # pairs never in training
     probe_pair: tuple[int, ...] = (4, 3)  # the unseen pair whose inferential/symmetric accuracy is reported
     vocab_size: int = 201
+    # A reference file recorded from the authors' code (:mod:`anchorlab.reference`): its data groups
+    # replace the generated data (data_size and the data seed are then unused), its init the γ-init draw
+    # (rescaled to init.gamma), its per-epoch shuffle seeds our batch order. "" = generate as usual.
+    reference: str = ""
 
     def validate(self) -> None:
         anchors = set(self.anchors)
+        _check(not self.reference or Path(self.reference).is_file(), "task.reference",
+               f"'' or the path of an existing reference .npz file (got {self.reference!r})")
         _check(len(self.anchors) >= 2 and len(anchors) == len(self.anchors), "task.anchors",
                "at least two distinct positive integers")
         _check(all(a > 0 for a in self.anchors), "task.anchors", "positive integers (token 0 is reserved)")

@@ -14,7 +14,7 @@ from torch import nn
 from anchorlab import rundir
 from anchorlab.analysis.embeddings import item_tokens
 from anchorlab.analysis.summary import mechanism_scalars
-from anchorlab.config import RunConfig
+from anchorlab.config import ConfigError, RunConfig, TrainConfig
 from anchorlab.cpu import setup_cpu
 from anchorlab.init import apply_init, count_parameters, init_std
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
@@ -33,8 +33,15 @@ def resolve_device(name: str) -> torch.device:
 
 
 def build_initialized_model(cfg: RunConfig, d_vocab: int) -> nn.Module:
-    """The configured model with γ-init drawn from ``seeds.init_seed`` (on the CPU, so any device agrees)."""
+    """The configured model with γ-init drawn from ``seeds.init_seed`` (on the CPU, so any device agrees),
+    or, with ``task.reference``, the reference file's init rescaled to ``init.gamma``."""
     model = build_model(cfg.model, d_vocab)
+    reference = getattr(cfg.task, "reference", "")
+    if reference:
+        from anchorlab.reference import load_authors_init_, load_reference
+
+        ref = load_reference(reference)
+        return load_authors_init_(model, ref.init, ref.gamma, cfg.init.gamma)
     return apply_init(model, cfg.init, torch.Generator().manual_seed(cfg.seeds.init_seed))
 
 
@@ -43,15 +50,54 @@ def batch_order(n: int, train_seed: int, epoch: int) -> torch.Tensor:
     return torch.randperm(n, generator=torch.Generator().manual_seed(train_seed * 1_000_003 + epoch))
 
 
+def epoch_order(cfg: RunConfig) -> Callable[[int, int], torch.Tensor]:
+    """(n, epoch) -> that epoch's permutation: ours from ``seeds.train_seed``, or the reference file's."""
+    reference = getattr(cfg.task, "reference", "")
+    if reference:
+        from anchorlab.reference import load_reference, reference_batch_order
+
+        ref = load_reference(reference)
+        if cfg.train.epochs > ref.n_epochs:
+            raise ConfigError(f"train.epochs: at most {ref.n_epochs} with task.reference {reference} "
+                              f"(it records {ref.n_epochs} epochs of batch order)")
+        return lambda n, epoch: reference_batch_order(ref, n, epoch)
+    return lambda n, epoch: batch_order(n, cfg.seeds.train_seed, epoch)
+
+
 def fused_adamw(device: torch.device) -> bool:
     """Whether torch's fused AdamW (one kernel per step; the default's update up to float rounding) runs here."""
     return device.type in ("cpu", "cuda")
+
+
+def make_optimizer(model: nn.Module, tc: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+    """AdamW as the authors use it: every parameter decays (LayerNorm and bias too)."""
+    return torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(tc.beta1, tc.beta2), eps=tc.eps,
+                             weight_decay=tc.weight_decay, fused=fused_adamw(device))
+
+
+def train_step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, lr: float,
+               tc: TrainConfig, amp: torch.dtype | None = None) -> torch.Tensor:
+    """One optimizer step at learning rate ``lr`` on the batch (x, y); returns the batch loss (detached).
+
+    Cross-entropy on the last position only, global grad-norm clipping at ``tc.grad_clip``."""
+    for group in opt.param_groups:
+        group["lr"] = lr
+    with torch.autocast(x.device.type, dtype=amp, enabled=amp is not None):
+        logits = model(x, last_only=tc.prune_last)[:, -1]
+    loss = F.cross_entropy(logits.float(), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if tc.grad_clip > 0:
+        nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+    opt.step()
+    return loss.detach()
 
 
 def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = None,
           show_progress: bool = True, data: TaskData | None = None) -> dict[str, Any]:
     """Train ``cfg`` into ``run_dir`` (resuming if it holds an unfinished run) and return the summary."""
     run_dir = Path(run_dir)
+    order = epoch_order(cfg)  # checks a reference file before anything is written
     status = rundir.open_run(run_dir, cfg)
     if status == "done":
         return rundir.read_json(run_dir / rundir.SUMMARY)
@@ -72,9 +118,7 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
         raise ValueError(f"train.batch_size {tc.batch_size} exceeds the {n_train} training rows")
 
     model = build_initialized_model(cfg, data.vocab_size).to(device)
-    decay = tc.weight_decay  # like the authors, AdamW decays every parameter (LayerNorm and bias too)
-    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(tc.beta1, tc.beta2), eps=tc.eps,
-                            weight_decay=decay, fused=fused_adamw(device))
+    opt = make_optimizer(model, tc, device)
     amp = torch.bfloat16 if tc.precision == "bf16" else None
     log_mechanisms = cfg.model.name == "gpt" and cfg.task.name == "composite"
 
@@ -97,21 +141,11 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
     model.train()
     epoch = start_epoch
     for epoch in range(start_epoch + 1, tc.epochs + 1):
-        perm = batch_order(n_train, cfg.seeds.train_seed, epoch).to(device)
+        perm = order(n_train, epoch).to(device)
         loss_sum = torch.zeros((), device=device)
         for i in range(steps_per_epoch):
             idx = perm[i * tc.batch_size:(i + 1) * tc.batch_size]
-            for group in opt.param_groups:
-                group["lr"] = lr_at(step, tc, steps_per_epoch)
-            with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
-                logits = model(x_train[idx], last_only=tc.prune_last)[:, -1]
-            loss = F.cross_entropy(logits.float(), y_train[idx])  # only the last position is scored
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if tc.grad_clip > 0:
-                nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
-            opt.step()
-            loss_sum += loss.detach()
+            loss_sum += train_step(model, opt, x_train[idx], y_train[idx], lr_at(step, tc, steps_per_epoch), tc, amp)
             step += 1
         epoch_loss = loss_sum.item() / steps_per_epoch  # the only host sync of the epoch
         stop = tc.early_stop_loss > 0 and epoch_loss < tc.early_stop_loss

@@ -12,7 +12,12 @@ GENERATORS = {"composite": generate_composite, "mem_rsn": generate_mem_rsn}
 
 
 def make_task_data(task_cfg: Any, seed: int) -> TaskData:
-    """Generate the full dataset (training and evaluation rows) of ``task_cfg`` with ``seed``."""
+    """Generate the full dataset (training and evaluation rows) of ``task_cfg`` with ``seed``; a task with
+    a ``reference`` file takes its rows from the file instead (:mod:`anchorlab.reference`)."""
+    if getattr(task_cfg, "reference", ""):
+        from anchorlab.reference import load_reference, reference_task_data
+
+        return reference_task_data(load_reference(task_cfg.reference), task_cfg)
     return GENERATORS[task_cfg.name](task_cfg, seed)
 
 
