@@ -5,6 +5,7 @@
     <run_dir>/
       config.json                      fully resolved RunConfig (written first)
       metrics.jsonl                    one JSON object per evaluation: {"step", "epoch", "lr", ...}
+      epochs.jsonl                     one per epoch: {"epoch", "step", "train_loss"} (the epoch's mean batch loss)
       checkpoints/step_0000000.safetensors   model weights at kept steps (step 0 always)
       checkpoints/resume.safetensors   model + AdamW state at the last epoch boundary (for resuming)
       summary.json                     final and best metrics, parameter count, timing
@@ -30,6 +31,7 @@ from torch import nn
 from anchorlab.config import ConfigError, RunConfig, from_dict
 
 CONFIG, METRICS, SUMMARY, DONE, CKPT_DIR = "config.json", "metrics.jsonl", "summary.json", "DONE", "checkpoints"
+EPOCHS = "epochs.jsonl"
 RESUME = "resume.safetensors"
 
 
@@ -103,15 +105,15 @@ def _first_difference(a: Any, b: Any, prefix: str = "") -> str:
     return prefix.rstrip(".") or "config"
 
 
-def append_metrics(run_dir: Path, record: dict[str, Any]) -> None:
-    with open(Path(run_dir) / METRICS, "a") as f:
+def append_metrics(run_dir: Path, record: dict[str, Any], name: str = METRICS) -> None:
+    with open(Path(run_dir) / name, "a") as f:
         f.write(json.dumps(record) + "\n")
         f.flush()
         os.fsync(f.fileno())
 
 
-def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    path = Path(run_dir) / METRICS
+def read_metrics(run_dir: Path, name: str = METRICS) -> list[dict[str, Any]]:
+    path = Path(run_dir) / name
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -119,8 +121,11 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
 
 def truncate_metrics(run_dir: Path, max_step: int) -> None:
     """Keep only the evaluations at or before ``max_step`` (used when resuming)."""
-    kept = [r for r in read_metrics(run_dir) if r["step"] <= max_step]
-    write_atomic(Path(run_dir) / METRICS, "".join(json.dumps(r) + "\n" for r in kept))
+    for name in (METRICS, EPOCHS):
+        if not (Path(run_dir) / name).exists():
+            continue
+        kept = [r for r in read_metrics(run_dir, name) if r["step"] <= max_step]
+        write_atomic(Path(run_dir) / name, "".join(json.dumps(r) + "\n" for r in kept))
 
 
 def checkpoint_path(run_dir: Path, step: int) -> Path:
@@ -198,6 +203,7 @@ def start_or_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Opti
     resumed = load_resume(run_dir, model, optimizer) if status == "resume" else None
     if resumed is None:
         (Path(run_dir) / METRICS).unlink(missing_ok=True)
+        (Path(run_dir) / EPOCHS).unlink(missing_ok=True)
         save_checkpoint(run_dir, model, 0, 0)
         return 0, 0, first_eval(), False
     step, epoch = resumed

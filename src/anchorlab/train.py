@@ -148,6 +148,7 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
             loss_sum += train_step(model, opt, x_train[idx], y_train[idx], lr_at(step, tc, steps_per_epoch), tc, amp)
             step += 1
         epoch_loss = loss_sum.item() / steps_per_epoch  # the only host sync of the epoch
+        rundir.append_metrics(run_dir, {"epoch": epoch, "step": step, "train_loss": epoch_loss}, rundir.EPOCHS)
         stop = tc.early_stop_loss > 0 and epoch_loss < tc.early_stop_loss
         final = epoch == tc.epochs or stop
         if epoch % tc.eval_every == 0 or final:
