@@ -56,6 +56,9 @@ def test_resume_gives_the_uninterrupted_result(tmp_path, monkeypatch):
     resumed = train(cfg, tmp_path / "cut", show_progress=False)
     a, b = rundir.read_metrics(tmp_path / "full"), rundir.read_metrics(tmp_path / "cut")
     assert a == b
+    epochs = rundir.read_metrics(tmp_path / "full", rundir.EPOCHS)
+    assert [r["epoch"] for r in epochs] == [1, 2, 3, 4]  # one loss per epoch, none repeated after the resume
+    assert epochs == rundir.read_metrics(tmp_path / "cut", rundir.EPOCHS)
     drop = ("wall_seconds_this_session",)
     assert {k: v for k, v in full.items() if k not in drop} == {k: v for k, v in resumed.items() if k not in drop}
 
