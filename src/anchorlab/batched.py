@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
-from anchorlab import rundir
+from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError, RunConfig
 from anchorlab.cpu import setup_cpu
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
@@ -337,6 +337,7 @@ def _eval_record(cfg: RunConfig, run_dir: Path, model: nn.Module, data: TaskData
     rec = {"step": step, "epoch": epoch, "lr": lr_at(step, cfg.train, steps_per_epoch),
            "epoch_train_loss": train_loss, **m}
     rundir.append_metrics(run_dir, rec)
+    tracking.log_metrics(run_dir, rec)  # TensorBoard (+ W&B if ANCHORLAB_WANDB=1)
     return rec
 
 

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from anchorlab import rundir
+from anchorlab import rundir, tracking
 from anchorlab.analysis.embeddings import item_tokens
 from anchorlab.analysis.summary import mechanism_scalars
 from anchorlab.config import ConfigError, RunConfig, TrainConfig
@@ -129,6 +129,7 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
         if log_mechanisms:  # weight-only scalars (SVDs of the weights, no forward pass), so sweeps can plot them
             rec.update(mechanism_scalars(model, embed_tokens=item_tokens(cfg.task)))
         rundir.append_metrics(run_dir, rec)
+        tracking.log_metrics(run_dir, rec)  # TensorBoard (+ W&B if ANCHORLAB_WANDB=1)
         return rec
 
     step, start_epoch, last, _ = rundir.start_or_resume(run_dir, model, opt, status, lambda: eval_record(0, 0, None))

@@ -1,0 +1,129 @@
+"""Training curves for TensorBoard and, optionally, Weights & Biases, written next to ``metrics.jsonl``.
+
+:func:`log_metrics` takes a run directory and one evaluation record (what :func:`anchorlab.rundir.append_metrics`
+writes) and appends its scalars:
+
+- **TensorBoard** (``pip install 'anchorlab[track]'``): every top-level number of the record (losses, accuracies,
+  the (4,3) inferential / symmetric fractions, ``lr``, ``grad_norm`` where the record has it, mechanism
+  scalars) and each entry of ``group_acc`` as ``group_acc/<group>``, at the record's ``step``. The events go
+  to one file per run, ``<run_dir>/events.out.tfevents.anchorlab``, opened in append mode for each record:
+  no open handle is kept, a resumed run continues the same file, and the file has the same name in every run
+  directory. ``tensorboard --logdir runs/`` shows every run below ``runs/``. Without the ``tensorboard``
+  package nothing is written, and the process says so once on stderr.
+- **W&B** (``pip install wandb``), off unless ``ANCHORLAB_WANDB=1`` (or ``wandb=True``): one W&B run per run
+  directory, id = the run directory's name, config = its ``config.json``, files under ``<run_dir>/wandb/``.
+  ``WANDB_MODE=offline`` keeps it on the disk (``wandb sync`` uploads it later); ``ANCHORLAB_WANDB_PROJECT``
+  names the project (default ``anchorlab``). :func:`finish` closes the open W&B runs (they are also closed at
+  exit).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+EVENTS = "events.out.tfevents.anchorlab"  # TensorBoard reads any file whose name contains "tfevents"
+WANDB_ENV, WANDB_PROJECT_ENV = "ANCHORLAB_WANDB", "ANCHORLAB_WANDB_PROJECT"
+_SKIP = {"step", "epoch"}
+
+_noted: set[str] = set()
+_wandb_runs: dict[str, Any] = {}
+
+
+def _note_once(key: str, text: str) -> None:
+    if key not in _noted:
+        _noted.add(key)
+        print(f"anchorlab: {text}", file=sys.stderr)
+
+
+def scalars(record: dict[str, Any]) -> dict[str, float]:
+    """{tag: value} of a metrics record: its finite top-level numbers and ``group_acc/<group>`` entries."""
+    out: dict[str, float] = {}
+    for key, value in record.items():
+        if key in _SKIP:
+            continue
+        if key == "group_acc" and isinstance(value, dict):
+            out.update({f"group_acc/{g}": float(v) for g, v in value.items() if _is_number(v)})
+        elif _is_number(value):
+            out[key] = float(value)
+    return out
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def tensorboard_available() -> bool:
+    try:
+        import tensorboard.compat.proto.event_pb2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def write_tensorboard(run_dir: str | Path, record: dict[str, Any]) -> bool:
+    """Append the record's scalars to ``<run_dir>/events.out.tfevents.anchorlab``; False if TensorBoard is absent."""
+    if not tensorboard_available():
+        _note_once("tensorboard", "tensorboard is not installed, so runs write no TensorBoard event files "
+                                  "(pip install 'anchorlab[track]')")
+        return False
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    path = Path(run_dir) / EVENTS
+    now = time.time()
+    events = [] if path.exists() else [Event(wall_time=now, file_version="brain.Event:2")]
+    values = [Summary.Value(tag=tag, simple_value=v) for tag, v in scalars(record).items()]
+    events.append(Event(wall_time=now, step=int(record.get("step", 0)), summary=Summary(value=values)))
+    with open(path, "ab") as f:
+        writer = RecordWriter(f)
+        for event in events:
+            writer.write(event.SerializeToString())
+        writer.flush()
+    return True
+
+
+def wandb_enabled() -> bool:
+    return os.environ.get(WANDB_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def write_wandb(run_dir: str | Path, record: dict[str, Any], project: str | None = None) -> bool:
+    """Log the record's scalars to the W&B run of ``run_dir`` (started on first use); False if wandb is absent."""
+    try:
+        import wandb
+    except ImportError:
+        _note_once("wandb", "W&B logging is on but wandb is not installed (pip install wandb)")
+        return False
+    run_dir = Path(run_dir)
+    key = str(run_dir.resolve())
+    run = _wandb_runs.get(key)
+    if run is None:
+        config_path = run_dir / "config.json"
+        config = json.loads(config_path.read_text()) if config_path.is_file() else {}
+        run = wandb.init(project=project or os.environ.get(WANDB_PROJECT_ENV, "anchorlab"), id=run_dir.name,
+                         name=run_dir.name, dir=str(run_dir), config=config, resume="allow",
+                         reinit="create_new")
+        _wandb_runs[key] = run
+    run.log(scalars(record), step=int(record.get("step", 0)))
+    return True
+
+
+def finish() -> None:
+    """Close every W&B run this process opened."""
+    while _wandb_runs:
+        _, run = _wandb_runs.popitem()
+        run.finish()
+
+
+def log_metrics(run_dir: str | Path, record: dict[str, Any], *, wandb: bool | None = None) -> None:
+    """Send one metrics record to TensorBoard (when installed) and to W&B (when ``wandb``, default: the
+    ``ANCHORLAB_WANDB`` environment variable, is true)."""
+    write_tensorboard(run_dir, record)
+    if wandb_enabled() if wandb is None else wandb:
+        write_wandb(run_dir, record)
