@@ -21,3 +21,14 @@ Glossary (one meaning per symbol, used in code, configs and docs):
 """
 
 __version__ = "0.1.0"
+__all__ = ["__version__", "load_run", "load_sweep"]
+
+
+def __getattr__(name: str):
+    """``anchorlab.load_run`` / ``anchorlab.load_sweep`` (:mod:`anchorlab.api`), imported on first use so that
+    ``import anchorlab`` stays light."""
+    if name in ("load_run", "load_sweep"):
+        from anchorlab import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'anchorlab' has no attribute {name!r}")
