@@ -29,7 +29,8 @@ def time_steps(config: str, sets: list[str], work: str, steps: int, warmup: int)
 
     from anchorlab.cpu import setup_cpu
     from anchorlab.text.config import load_lm_config
-    from anchorlab.text.lm import backward_batch, build_lm, load_data, scored_lengths
+    from anchorlab.text.data import load_data
+    from anchorlab.text.model import backward_batch, build_lm, scored_lengths
     from anchorlab.train import batch_order
 
     cfg = load_lm_config(config, sets)

@@ -13,7 +13,6 @@ from pathlib import Path
 from anchorlab import rundir
 from anchorlab.figures.text import convergence_step, delta_loss
 from anchorlab.sweep import run_dirs
-from anchorlab.text.lm import read_lm_config
 
 
 def at(hist: list[dict], step: int) -> dict:
@@ -26,7 +25,7 @@ def p2(dirs: list[Path]) -> None:
           "| cos PrOntoQA / stories @ 1 epoch | cos final | test acc |")
     print("|---|---:|---|---|---:|---:|---:|---|---|---:|")
     for d in dirs:
-        cfg, hist = read_lm_config(d), rundir.read_metrics(d)
+        cfg, hist = rundir.read_config(d), rundir.read_metrics(d)
         last = hist[-1]
         spe = rundir.read_json(d / rundir.SUMMARY)["steps_per_epoch"]
         e1, half = at(hist, spe), at(hist, last["step"] // 2)
@@ -43,7 +42,7 @@ def p1(dirs: list[Path]) -> None:
           "| L_PrOntoQA train / test |")
     print("|---:|---:|---:|---:|---:|---:|---:|---|")
     for d in dirs:
-        cfg, hist = read_lm_config(d), rundir.read_metrics(d)
+        cfg, hist = rundir.read_config(d), rundir.read_metrics(d)
         last = hist[-1]
         print(f"| {cfg.init.gamma:g} | {cfg.train.weight_decay:g} | {cfg.data.n_prontoqa} | {last['step']} "
               f"| {convergence_step(hist, 0.99):g} | {last['train_acc_prontoqa']:.3f} "
@@ -59,7 +58,7 @@ def dl(dirs: list[Path], columns: int = 8) -> None:
     print("| γ | wd | " + " | ".join(f"step {s}" for s in picks) + " |")
     print("|---:|---:|" + "---:|" * len(picks))
     for d, hist in zip(dirs, hists):
-        cfg = read_lm_config(d)
+        cfg = rundir.read_config(d)
         cells = []
         for s in picks:
             r = at(hist, s)

@@ -1,8 +1,9 @@
 import pytest
 
 from anchorlab import rundir
+from anchorlab.backends.common import SweepProgress
 from anchorlab.config import ConfigError
-from anchorlab.execute import SweepProgress, run_all
+from anchorlab.execute import run_all
 from anchorlab.sweep import load_sweep, plan
 from anchorlab.train import train
 from tests.conftest import tiny_config
@@ -132,7 +133,7 @@ def test_workers_exit_when_the_sweep_process_is_killed(tmp_path):
 
 def test_local_backend_batches_same_shaped_runs_like_alone(tmp_path):
     """batch_models = 2: the two d16 runs train together, the d8 run alone; every run equals plain train()."""
-    from anchorlab.execute import batch_groups
+    from anchorlab.backends.local import batch_groups
 
     cfgs = [tiny_config(**{"init.gamma": 0.5}), tiny_config(**{"model.d_model": 8}),
             tiny_config(**{"init.gamma": 0.8, "seeds.init_seed": 2, "train.lr": 2e-3})]

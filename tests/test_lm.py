@@ -1,4 +1,4 @@
-"""anchorlab.text.lm / text.config / figures.text: a tiny γ-initialized GPT-2 (2 layers, n_embd 32) on a
+"""anchorlab.text (config, data, model, train) / figures.text: a tiny γ-initialized GPT-2 (2 layers, d_model 32) on a
 PrOntoQA + stand-in stories mix; each run takes ~1-3 s on one core."""
 
 from __future__ import annotations
@@ -16,22 +16,16 @@ from anchorlab import rundir  # noqa: E402
 from anchorlab.cli import main  # noqa: E402
 from anchorlab.config import ConfigError  # noqa: E402
 from anchorlab.figures import draw  # noqa: E402
+from anchorlab.rundir import read_config as read_lm_config  # noqa: E402
 from anchorlab.text.config import LMRunConfig, load_lm_config  # noqa: E402
-from anchorlab.text.lm import (  # noqa: E402
-    backward_batch,
-    build_lm,
-    load_data,
-    mean_pairwise_cosine,
-    micro_batches,
-    read_lm_config,
-    scored_lengths,
-    train_lm,
-)
+from anchorlab.text.data import load_data  # noqa: E402
 from anchorlab.text.mix import IGNORE  # noqa: E402
+from anchorlab.text.model import backward_batch, build_lm, mean_pairwise_cosine, micro_batches, scored_lengths  # noqa: E402
+from anchorlab.text.train import train_lm  # noqa: E402
 
 TINY = ["data.n_prontoqa=48", "data.n_stories=32", "data.n_test_prontoqa=24", "data.n_test_stories=8",
         "data.stories='standin'", "data.tokenizer='bpe'", "data.bpe_vocab=600", "data.n_ctx=160",
-        "model.n_layer=2", "model.n_embd=32", "model.n_head=2", "train.epochs=3", "train.batch_size=16",
+        "model.n_layers=2", "model.d_model=32", "model.n_heads=2", "train.epochs=3", "train.batch_size=16",
         "train.lr=3e-3", "train.eval_every=3", "train.eval_train_rows=16", "train.checkpoint_every=1",
         "train.threads=1"]
 
@@ -150,7 +144,7 @@ def test_figure_rejects_a_non_lm_run(tmp_path):
 
 
 @pytest.mark.parametrize("override, field", [
-    ("model.n_head=3", "model.n_head"), ("data.foo=1", "data.foo"), ("init.convention='xyz'", "init.convention"),
+    ("model.n_heads=3", "model.n_heads"), ("data.foo=1", "data.foo"), ("init.convention='xyz'", "init.convention"),
     ("init.gamma=-1", "init.gamma"), ("data.tokenizer='wordpiece'", "data.tokenizer"),
     ("train.batch_size=0", "train.batch_size"), ("data.max_hops=9", "data.max_hops"),
     ("data.ontology='mixed'", "data.ontology"), ("data.ordering='sorted'", "data.ordering"),
@@ -166,7 +160,7 @@ def test_ontology_option_reaches_the_generator(tmp_path):
     assert tiny("data.ontology=true").data.ontology == "true"  # --set parses `true` as a bool; the field takes it
     with pytest.raises(ConfigError, match=r"data\.max_hops.*1\.\.7"):
         tiny("data.ontology='true'", "data.max_hops=8")
-    from anchorlab.text.lm import build_data
+    from anchorlab.text.data import build_data
     from anchorlab.text.mix import load_mix
     from anchorlab.text.tokenizers import load_tokenizer
 
@@ -206,8 +200,8 @@ def test_cli_lm(tmp_path, capsys):
     assert main(args + ["--set", "train.epochs=1"]) == 0
     assert "test acc PrOntoQA" in capsys.readouterr().out
     assert rundir.is_done(tmp_path / "run")
-    assert main(["lm", str(cfg), "--set", "model.n_embd=30", "--set", "model.n_head=4"]) == 2
-    assert "model.n_head" in capsys.readouterr().err
+    assert main(["lm", str(cfg), "--set", "model.d_model=30", "--set", "model.n_heads=4"]) == 2
+    assert "model.n_heads" in capsys.readouterr().err
 
 
 def test_cli_figure_option(runs, tmp_path):

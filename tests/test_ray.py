@@ -99,18 +99,18 @@ def test_2x2_sweep_on_a_local_ray_cluster_equals_plain_training(tmp_path, ray_en
 
 
 def test_sweep_command_passes_ray_options_and_skips_done_runs(tmp_path, ray_env, capsys, monkeypatch):
-    import anchorlab.ray_backend
+    import anchorlab.backends.ray
+    from anchorlab.backends.local import run_in_process
     from anchorlab.cli import main
-    from anchorlab.execute import _run_in_process
     from tests.test_sweep_and_demo import write_sweep
 
     seen = []
 
     def fake_run_ray(todo, progress, **options):  # records what the CLI asks of Ray, trains in-process
         seen.append((len(todo), options))
-        return _run_in_process(todo, progress)
+        return run_in_process(todo, progress)
 
-    monkeypatch.setattr(anchorlab.ray_backend, "run_ray", fake_run_ray)
+    monkeypatch.setattr(anchorlab.backends.ray, "run_ray", fake_run_ray)
     spec = write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]\n"model.n_layers" = [1, 2]')
     out = tmp_path / "sw"
     assert main(["sweep", spec, "--out", str(out), "--backend", "ray", "--workers", "3", "--gpus-per-run", "0.25",
@@ -123,8 +123,8 @@ def test_sweep_command_passes_ray_options_and_skips_done_runs(tmp_path, ray_env,
 
 
 def test_bad_ray_options_name_the_field(tmp_path):
-    from anchorlab.execute import SweepProgress
-    from anchorlab.ray_backend import run_ray
+    from anchorlab.backends.common import SweepProgress
+    from anchorlab.backends.ray import run_ray
 
     job = [(tiny_config(), tmp_path / "r")]
     with pytest.raises(ConfigError, match="gpus_per_run"):

@@ -191,7 +191,7 @@ def test_lm_sweep_runs_resumes_collects_and_draws(tmp_path, capsys):
 def test_missing_story_sample_fails_at_once_naming_the_field(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     from anchorlab.text.config import load_lm_config
-    from anchorlab.text.lm import train_lm
+    from anchorlab.text.train import train_lm
 
     monkeypatch.setenv("ANCHORLAB_TINYSTORIES", str(tmp_path / "nowhere"))
     cfg = load_lm_config(None, ["data.stories='sample'", "data.n_stories=4", "data.n_test_stories=1"])

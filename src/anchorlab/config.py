@@ -15,7 +15,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
 
 class ConfigError(ValueError):
@@ -52,32 +52,32 @@ class CompositeTaskConfig:
 
     def validate(self) -> None:
         anchors = set(self.anchors)
-        _check(not self.reference or Path(self.reference).is_file(), "task.reference",
+        check(not self.reference or Path(self.reference).is_file(), "task.reference",
                f"'' or the path of an existing reference .npz file (got {self.reference!r})")
-        _check(len(self.anchors) >= 2 and len(anchors) == len(self.anchors), "task.anchors",
+        check(len(self.anchors) >= 2 and len(anchors) == len(self.anchors), "task.anchors",
                "at least two distinct positive integers")
-        _check(all(a > 0 for a in self.anchors), "task.anchors", "positive integers (token 0 is reserved)")
-        _check(len(self.shifts) == len(self.anchors), "task.shifts",
+        check(all(a > 0 for a in self.anchors), "task.anchors", "positive integers (token 0 is reserved)")
+        check(len(self.shifts) == len(self.anchors), "task.shifts",
                f"one shift per anchor ({len(self.anchors)} values)")
-        _check(0 < self.key_min <= self.key_max, "task.key_min", "0 < key_min <= key_max")
-        _check(not any(self.key_min <= a <= self.key_max for a in self.anchors), "task.anchors",
+        check(0 < self.key_min <= self.key_max, "task.key_min", "0 < key_min <= key_max")
+        check(not any(self.key_min <= a <= self.key_max for a in self.anchors), "task.anchors",
                f"anchors outside the key range {self.key_min}..{self.key_max}")
-        _check(self.seq_len >= 3, "task.seq_len", "an integer >= 3 (a key and an anchor pair must fit)")
-        _check(self.split_modulus >= self.seq_len - 2, "task.split_modulus",
+        check(self.seq_len >= 3, "task.seq_len", "an integer >= 3 (a key and an anchor pair must fit)")
+        check(self.split_modulus >= self.seq_len - 2, "task.split_modulus",
                f"an integer >= seq_len - 2 = {self.seq_len - 2} (every key position needs test keys)")
-        _check(self.data_size > 0, "task.data_size", "a positive integer")
-        _check(self.test_key_weight >= 0 and self.train_key_weight > 0, "task.train_key_weight",
+        check(self.data_size > 0, "task.data_size", "a positive integer")
+        check(self.test_key_weight >= 0 and self.train_key_weight > 0, "task.train_key_weight",
                "train_key_weight > 0 and test_key_weight >= 0")
         for triple in self.non_inferential:
-            _check(len(triple) == 3 and triple[0] in anchors and triple[1] in anchors, "task.non_inferential",
+            check(len(triple) == 3 and triple[0] in anchors and triple[1] in anchors, "task.non_inferential",
                    f"[a1, a2, shift] triples with a1, a2 in the anchor set {sorted(anchors)}")
         for pair in (*self.held_out, self.probe_pair):
-            _check(len(pair) == 2 and pair[0] in anchors and pair[1] in anchors, "task.held_out",
+            check(len(pair) == 2 and pair[0] in anchors and pair[1] in anchors, "task.held_out",
                    f"[a1, a2] pairs with a1, a2 in the anchor set {sorted(anchors)}")
-        _check(self.probe_pair in self.held_out, "task.probe_pair", f"one of task.held_out {list(self.held_out)}")
+        check(self.probe_pair in self.held_out, "task.probe_pair", f"one of task.held_out {list(self.held_out)}")
         lo = self.key_min + min(self._pair_shifts()) if self.anchors else 0
         hi = self.key_max + max(self._pair_shifts()) if self.anchors else 0
-        _check(lo >= 0 and hi < self.vocab_size, "task.vocab_size",
+        check(lo >= 0 and hi < self.vocab_size, "task.vocab_size",
                f"an integer > {hi} so that every label ({lo}..{hi}) is a token")
 
     def _pair_shifts(self) -> list[int]:
@@ -112,33 +112,33 @@ class MemRsnTaskConfig:
 
     def validate(self) -> None:
         mem, rsn = set(self.mem_anchors), set(self.rsn_anchors)
-        _check(len(self.mem_anchors) >= 1 and len(mem) == len(self.mem_anchors) and all(a > 0 for a in mem),
+        check(len(self.mem_anchors) >= 1 and len(mem) == len(self.mem_anchors) and all(a > 0 for a in mem),
                "task.mem_anchors", "a non-empty list of distinct positive integers (token 0 is reserved)")
-        _check(len(rsn) == len(self.rsn_anchors) and all(a > 0 for a in rsn), "task.rsn_anchors",
+        check(len(rsn) == len(self.rsn_anchors) and all(a > 0 for a in rsn), "task.rsn_anchors",
                "a list of distinct positive integers (token 0 is reserved); [] for a memory-only task")
         for r in self.mem_label_ranges:
-            _check(len(r) == 2 and 0 <= r[0] <= r[1] < self.vocab_size, "task.mem_label_ranges",
+            check(len(r) == 2 and 0 <= r[0] <= r[1] < self.vocab_size, "task.mem_label_ranges",
                    f"[lo, hi] pairs with 0 <= lo <= hi < vocab_size = {self.vocab_size}")
-        _check(len(self.mem_label_ranges) <= len(self.mem_anchors), "task.mem_label_ranges",
+        check(len(self.mem_label_ranges) <= len(self.mem_anchors), "task.mem_label_ranges",
                f"at most len(mem_anchors) = {len(self.mem_anchors)} ranges (one group per block of first anchors)")
         if self.mem_label == "key_window":
-            _check(self.key_min - self.q * max(mem) >= 0, "task.mem_label",
+            check(self.key_min - self.q * max(mem) >= 0, "task.mem_label",
                    "'uniform' here: 'key_window' labels z - sum(a) would fall below token 0")
-        _check(not mem & rsn, "task.rsn_anchors", f"anchors disjoint from task.mem_anchors {sorted(mem)}")
-        _check(0 < self.key_min <= self.key_max, "task.key_min", "0 < key_min <= key_max")
-        _check(not any(self.key_min <= a <= self.key_max for a in mem | rsn), "task.mem_anchors",
+        check(not mem & rsn, "task.rsn_anchors", f"anchors disjoint from task.mem_anchors {sorted(mem)}")
+        check(0 < self.key_min <= self.key_max, "task.key_min", "0 < key_min <= key_max")
+        check(not any(self.key_min <= a <= self.key_max for a in mem | rsn), "task.mem_anchors",
                f"anchors outside the key range {self.key_min}..{self.key_max}")
-        _check(self.q >= 1, "task.q", "an integer >= 1")
-        _check(self.seq_len >= self.q + 1, "task.seq_len", f"an integer >= q + 1 = {self.q + 1}")
+        check(self.q >= 1, "task.q", "an integer >= 1")
+        check(self.seq_len >= self.q + 1, "task.seq_len", f"an integer >= q + 1 = {self.q + 1}")
         for t in self.masked:
-            _check(len(t) == self.q and set(t) <= rsn, "task.masked",
+            check(len(t) == self.q and set(t) <= rsn, "task.masked",
                    f"tuples of q = {self.q} reasoning anchors from {sorted(rsn)}")
         n = self.n_combinations
-        _check(self.data_size > 0 and self.data_size % n == 0, "task.data_size",
+        check(self.data_size > 0 and self.data_size % n == 0, "task.data_size",
                f"a positive multiple of the {n} anchor tuples (equal rows per tuple)")
         hi = max(self.key_max + self.q * max(rsn, default=0), self.key_max, max(mem | rsn),
                  self.key_max + self.q * max(mem) if self.mem_label == "key_window" else 0)
-        _check(hi < self.vocab_size, "task.vocab_size", f"an integer > {hi} so that every token and label is a token")
+        check(hi < self.vocab_size, "task.vocab_size", f"an integer > {hi} so that every token and label is a token")
 
     @property
     def n_combinations(self) -> int:
@@ -173,8 +173,8 @@ class ModelConfig:
 
     def validate(self) -> None:
         for f in ("d_model", "n_heads", "d_head", "d_mlp", "n_layers", "n_ctx"):
-            _check(getattr(self, f) > 0, f"model.{f}", "a positive integer")
-        _check(self.ln_eps > 0, "model.ln_eps", "a positive float")
+            check(getattr(self, f) > 0, f"model.{f}", "a positive integer")
+        check(self.ln_eps > 0, "model.ln_eps", "a positive float")
 
 
 INIT_ROLES = ("embed", "pos_embed", "attn_in", "attn_out", "mlp_in", "mlp_out", "unembed")
@@ -190,10 +190,10 @@ class InitConfig:
     role_gamma: dict[str, float] = field(default_factory=dict)  # per-role γ overrides, e.g. {"embed": 0.5}
 
     def validate(self) -> None:
-        _check(self.gamma > 0, "init.gamma", "a float > 0 (std = d_in^-gamma; larger gamma = smaller init)")
+        check(self.gamma > 0, "init.gamma", "a float > 0 (std = d_in^-gamma; larger gamma = smaller init)")
         for role, g in self.role_gamma.items():
-            _check(role in INIT_ROLES, "init.role_gamma", f"keys in {list(INIT_ROLES)}")
-            _check(g > 0, f"init.role_gamma.{role}", "a float > 0")
+            check(role in INIT_ROLES, "init.role_gamma", f"keys in {list(INIT_ROLES)}")
+            check(g > 0, f"init.role_gamma.{role}", "a float > 0")
 
 
 @dataclass(frozen=True)
@@ -226,17 +226,17 @@ class TrainConfig:
 
     def validate(self) -> None:
         for f in ("epochs", "batch_size", "eval_every", "eval_batch_size", "checkpoint_every", "resume_every"):
-            _check(getattr(self, f) > 0, f"train.{f}", "a positive integer")
+            check(getattr(self, f) > 0, f"train.{f}", "a positive integer")
         for f in ("lr", "lr_min"):
-            _check(getattr(self, f) > 0, f"train.{f}", "a positive float")
-        _check(self.lr_multiplier >= 1, "train.lr_multiplier", "a float >= 1 (peak = lr * lr_multiplier)")
-        _check(self.warmup_epochs >= 0 and self.cosine_epochs > 0, "train.cosine_epochs",
+            check(getattr(self, f) > 0, f"train.{f}", "a positive float")
+        check(self.lr_multiplier >= 1, "train.lr_multiplier", "a float >= 1 (peak = lr * lr_multiplier)")
+        check(self.warmup_epochs >= 0 and self.cosine_epochs > 0, "train.cosine_epochs",
                "warmup_epochs >= 0 and cosine_epochs > 0")
-        _check(self.weight_decay >= 0, "train.weight_decay", "a float >= 0")
-        _check(0 <= self.beta1 < 1 and 0 <= self.beta2 < 1, "train.beta1", "betas in [0, 1)")
-        _check(self.grad_clip >= 0, "train.grad_clip", "a float >= 0 (0 disables clipping)")
-        _check(self.threads >= 0, "train.threads", "an integer >= 0 (0 = all cores)")
-        _check(self.device == "auto" or self.device.split(":")[0] in ("cpu", "cuda", "mps"), "train.device",
+        check(self.weight_decay >= 0, "train.weight_decay", "a float >= 0")
+        check(0 <= self.beta1 < 1 and 0 <= self.beta2 < 1, "train.beta1", "betas in [0, 1)")
+        check(self.grad_clip >= 0, "train.grad_clip", "a float >= 0 (0 disables clipping)")
+        check(self.threads >= 0, "train.threads", "an integer >= 0 (0 = all cores)")
+        check(self.device == "auto" or self.device.split(":")[0] in ("cpu", "cuda", "mps"), "train.device",
                "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
 
 
@@ -251,6 +251,8 @@ class SeedConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
+    kind: ClassVar[str] = "anchor"  # its entry in anchorlab.kinds.KINDS (a class constant, not a config field)
+
     task: CompositeTaskConfig | MemRsnTaskConfig = field(default_factory=CompositeTaskConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     init: InitConfig = field(default_factory=InitConfig)
@@ -262,12 +264,12 @@ class RunConfig:
             part.validate()
         if self.model.name == "emb_mlp":  # the Emb-MLP reads a bag (z, a_1..a_q): p = 1, L = q + 1
             q = getattr(self.task, "q", 2)
-            _check(self.task.seq_len == q + 1, "task.seq_len",
+            check(self.task.seq_len == q + 1, "task.seq_len",
                    f"q + 1 = {q + 1} when model.name = 'emb_mlp' (inputs are exactly (key, anchors))")
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_plain(dataclasses.asdict(self))
+        return to_plain(dataclasses.asdict(self))
 
     def run_id(self) -> str:
         """Stable short hash of the fully resolved config (names run directories)."""
@@ -286,16 +288,18 @@ class RunConfig:
 # Loading, overriding, validating
 
 
-def _check(ok: bool, field_name: str, allowed: str) -> None:
+def check(ok: bool, field_name: str, allowed: str) -> None:
+    """Raise a :class:`ConfigError` naming ``field_name`` and what is ``allowed`` unless ``ok``."""
     if not ok:
         raise ConfigError(f"{field_name}: allowed values are {allowed}")
 
 
-def _to_plain(x: Any) -> Any:
+def to_plain(x: Any) -> Any:
+    """Tuples as lists, recursively (the JSON shape of a config)."""
     if isinstance(x, dict):
-        return {k: _to_plain(v) for k, v in x.items()}
+        return {k: to_plain(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_to_plain(v) for v in x]
+        return [to_plain(v) for v in x]
     return x
 
 
@@ -354,7 +358,9 @@ def _coerce(value: Any, tp: Any, name: str) -> Any:
     raise TypeError(f"unsupported annotation {tp} for {name}")
 
 
-def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
+def build(cls: type, data: dict[str, Any], prefix: str) -> Any:
+    """An instance of the dataclass ``cls`` from plain data: nested tables build nested dataclasses, every
+    value is checked against its annotation, unknown keys are errors naming ``prefix`` + the key."""
     hints = typing.get_type_hints(cls)
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - fields)
@@ -367,7 +373,7 @@ def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
         if dataclasses.is_dataclass(tp):
             if not isinstance(v, dict):
                 raise ConfigError(f"{prefix}{k}: expected a table")
-            kwargs[k] = _build(tp, v, f"{prefix}{k}.")
+            kwargs[k] = build(typing.cast(type, tp), v, f"{prefix}{k}.")
         else:
             kwargs[k] = _coerce(v, tp, f"{prefix}{k}")
     return cls(**kwargs)
@@ -385,13 +391,13 @@ def from_dict(d: dict[str, Any]) -> RunConfig:
     name = task.get("name", "composite")
     if name not in TASK_CONFIGS:
         raise ConfigError(f"task.name: got {name!r}; allowed values are {', '.join(map(repr, TASK_CONFIGS))}")
-    kw: dict[str, Any] = {"task": _build(TASK_CONFIGS[name], task, "task.")}
+    kw: dict[str, Any] = {"task": build(TASK_CONFIGS[name], task, "task.")}
     for sec in ("model", "init", "train", "seeds"):
         if sec in d:
             if not isinstance(d[sec], dict):
                 raise ConfigError(f"{sec}: expected a table")
             tp = typing.get_type_hints(RunConfig)[sec]
-            kw[sec] = _build(tp, d[sec], f"{sec}.")
+            kw[sec] = build(tp, d[sec], f"{sec}.")
     return RunConfig(**kw).validate()
 
 

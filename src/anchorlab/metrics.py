@@ -111,6 +111,12 @@ def progress_postfix(status: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def summary_line(cfg: Any, summary: dict[str, Any]) -> str:
+    """The line ``anchorlab train`` prints: the task's headline metrics and the final training loss."""
+    keys = (*HEADLINE[cfg.task.name], "final_train_loss")
+    return ", ".join(f"{k} {summary[k]:.4g}" for k in keys)
+
+
 def evaluate(model: nn.Module, data: TaskData, inputs: Tensor, targets: Tensor, task_cfg: Any,
              batch_size: int = 8192, autocast_dtype: torch.dtype | None = None) -> dict[str, Any]:
     """All metrics of ``task_cfg``'s family on the full dataset (``inputs``/``targets``: device copies)."""

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 import anchorlab
-from anchorlab import rundir
+from anchorlab import kinds, rundir
 from anchorlab.config import ConfigError
 from anchorlab.figures import draw
 from anchorlab.figures.p1 import RUN_FIGURES, SWEEP_FIGURES, sweep_why_not, why_not
@@ -34,7 +34,7 @@ from anchorlab.phase import SEED_AXES, phase_grid
 from anchorlab.plotting.curves import plot_training_curves
 from anchorlab.plotting.figures import plot_phase_diagrams
 from anchorlab.plotting.style import plt
-from anchorlab.sweep import MANIFEST, collect, kind_of, write_csv
+from anchorlab.sweep import MANIFEST, collect, write_csv
 
 # Phase-diagram metrics per task: (metrics drawn, metric whose value < 0.9 hatches a cell)
 PHASE_METRICS = {"composite": (("unseen_symmetric_acc", "unseen_inferential_acc"), "seen_test_acc"),
@@ -441,11 +441,11 @@ LM_FIGURES = ("p2-fig1", "p2-fig7a", "p2-fig7b", "p1-fig7")
 
 
 def _is_lm_run(run_dir: Path) -> bool:
-    return kind_of(rundir.read_json(run_dir / rundir.CONFIG)) == "lm"
+    return kinds.kind_of_data(rundir.read_json(run_dir / rundir.CONFIG)).name == "lm"
 
 
 def _is_lm_sweep(sweep_dir: Path) -> bool:
-    return kind_of(rundir.read_json(sweep_dir / MANIFEST).get("base", {})) == "lm"
+    return kinds.kind_of_data(rundir.read_json(sweep_dir / MANIFEST).get("base", {})).name == "lm"
 
 
 def _lm_curves(history: list[dict[str, Any]], run_id: str) -> str:
@@ -490,12 +490,10 @@ def _lm_figures(run_dirs: list[Path]) -> str:
 
 
 def _lm_run_section(run_dir: Path, level: int = 3, anchor: str = "", figures: bool = True) -> str:
-    from anchorlab.text.lm import read_lm_config
-
-    cfg = read_lm_config(run_dir)
+    cfg = rundir.read_config(run_dir)
     hs = f"h{level + 1}"
     m = cfg.model
-    parts = _run_head(run_dir, f"GPT-2 {m.n_layer} × {m.n_embd} ({m.n_head} heads), γ {cfg.init.gamma:g} "
+    parts = _run_head(run_dir, f"GPT-2 {m.n_layers} × {m.d_model} ({m.n_heads} heads), γ {cfg.init.gamma:g} "
                       f"({cfg.init.convention}), {cfg.data.n_prontoqa} PrOntoQA + {cfg.data.n_stories} stories "
                       f"({cfg.data.stories}), seed {cfg.seeds.init_seed}", level, anchor,
                       _lm_curves(rundir.read_metrics(run_dir), run_dir.name))

@@ -3,7 +3,7 @@
 ::
 
     <run_dir>/
-      config.json                      fully resolved RunConfig (written first)
+      config.json                      fully resolved config (written first): a RunConfig or an LMRunConfig
       metrics.jsonl                    one JSON object per evaluation: {"step", "epoch", "lr", ...}
       epochs.jsonl                     one per epoch: {"epoch", "step", "train_loss"} (the epoch's mean batch loss)
       checkpoints/step_0000000.safetensors   model weights at kept steps (step 0 always)
@@ -28,7 +28,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from anchorlab.config import ConfigError, RunConfig, from_dict
+from anchorlab import kinds
+from anchorlab.config import ConfigError
 
 CONFIG, METRICS, SUMMARY, DONE, CKPT_DIR = "config.json", "metrics.jsonl", "summary.json", "DONE", "checkpoints"
 EPOCHS = "epochs.jsonl"
@@ -49,15 +50,17 @@ def read_json(path: Path) -> Any:
     return json.loads(Path(path).read_text())
 
 
-def read_config(run_dir: Path) -> RunConfig:
-    return from_dict(read_json(Path(run_dir) / CONFIG))
+def read_config(run_dir: str | Path) -> Any:
+    """The run's config, of whichever kind its ``config.json`` holds (:mod:`anchorlab.kinds`); a file
+    written under older field names reads as today's."""
+    return kinds.config_from_data(read_json(Path(run_dir) / CONFIG))
 
 
 def is_done(run_dir: Path) -> bool:
     return (Path(run_dir) / DONE).exists()
 
 
-def open_run(run_dir: Path, cfg: RunConfig) -> str:
+def open_run(run_dir: Path, cfg: Any) -> str:
     """Prepare ``run_dir`` for ``cfg``: returns "new", "resume" or "done".
 
     An existing directory must hold the same resolved config; otherwise the first differing field is named.
@@ -65,7 +68,7 @@ def open_run(run_dir: Path, cfg: RunConfig) -> str:
     run_dir = Path(run_dir)
     cfg_path = run_dir / CONFIG
     if cfg_path.exists():
-        old = with_added_defaults(read_json(cfg_path), cfg)
+        old = as_today(read_json(cfg_path), cfg)
         new = cfg.to_dict()
         if old != new:
             diff = _first_difference(old, new)
@@ -75,6 +78,13 @@ def open_run(run_dir: Path, cfg: RunConfig) -> str:
     (run_dir / CKPT_DIR).mkdir(exist_ok=True)
     write_json(cfg_path, cfg.to_dict())
     return "new"
+
+
+def as_today(stored: dict[str, Any], cfg: Any) -> dict[str, Any]:
+    """A stored ``config.json`` as ``cfg``'s kind writes it today: renamed fields under their new names
+    (:attr:`anchorlab.kinds.RunKind.upgrade`), fields added since set to their defaults. A run directory
+    written before a rename or an added field compares equal to the config that would write it today."""
+    return with_added_defaults(kinds.kind_of(cfg).upgraded(stored), cfg)
 
 
 def with_added_defaults(stored: dict[str, Any], cfg: Any) -> dict[str, Any]:
@@ -90,8 +100,8 @@ def with_added_defaults(stored: dict[str, Any], cfg: Any) -> dict[str, Any]:
                 default = f.default_factory()
             else:
                 continue
-            out[f.name] = json.loads(json.dumps(dataclasses.asdict(default) if dataclasses.is_dataclass(default)
-                                                else default))
+            plain = dataclasses.asdict(default) if dataclasses.is_dataclass(default) else default  # type: ignore[arg-type]
+            out[f.name] = json.loads(json.dumps(plain))
         elif dataclasses.is_dataclass(value) and isinstance(out[f.name], dict):
             out[f.name] = with_added_defaults(out[f.name], value)
     return out

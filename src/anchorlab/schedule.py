@@ -1,4 +1,6 @@
-"""Per-step learning rate (SPEC §I.5): linear warm-up lr -> lr*m, then cosine back to lr_min.
+"""Per-step learning rates: the anchor tasks' (:func:`lr_at`) and the real-language runs' (:func:`lm_lr_at`).
+
+Anchor tasks (SPEC §I.5): linear warm-up lr -> lr*m, then cosine back to lr_min.
 
 Closed form of the authors' ``GradualWarmupScheduler(multiplier=m, total_epoch=T_w)`` wrapping
 ``CosineAnnealingLR(T_max, eta_min)``, both stepped once per optimizer step::
@@ -8,13 +10,20 @@ Closed form of the authors' ``GradualWarmupScheduler(multiplier=m, total_epoch=T
     t >= T_w + T_c:      lr(t) = lr_min   (CosineAnnealingLR would climb again; runs end at T_w + T_c)
 
 with T_w = warmup_epochs * steps_per_epoch and T_c = cosine_epochs * steps_per_epoch.
+
+Real-language runs (``LMTrainConfig``): linear warm-up 0 -> lr over ``warmup_steps``, then constant, or
+cosine from lr down to lr / 10 at the last step.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from anchorlab.config import TrainConfig
+
+if TYPE_CHECKING:
+    from anchorlab.text.config import LMTrainConfig
 
 
 def lr_at(step: int, cfg: TrainConfig, steps_per_epoch: int) -> float:
@@ -29,3 +38,13 @@ def lr_at(step: int, cfg: TrainConfig, steps_per_epoch: int) -> float:
     if step < t_w + t_c:
         return cfg.lr_min + (peak - cfg.lr_min) * (1.0 + math.cos(math.pi * (step - t_w) / t_c)) / 2.0
     return cfg.lr_min
+
+
+def lm_lr_at(step: int, tc: LMTrainConfig, total_steps: int) -> float:
+    """The learning rate of a real-language run's optimizer step ``step`` (0-based) of ``total_steps``."""
+    if step < tc.warmup_steps:
+        return tc.lr * (step + 1) / tc.warmup_steps
+    if tc.schedule == "constant":
+        return tc.lr
+    t = (step - tc.warmup_steps) / max(1, total_steps - tc.warmup_steps)
+    return tc.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))

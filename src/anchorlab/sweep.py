@@ -12,9 +12,9 @@ A sweep file (TOML)::
     # tied axes: comma-separated keys move together (one value per key in each entry), not as a product
     "init.gamma, train.weight_decay" = [[0.5, 0.01], [0.7, 0.1]]
 
-The base decides the kind of run: a config with a ``[data]`` table is a real-language run
-(:class:`~anchorlab.text.config.LMRunConfig`, trained by ``anchorlab lm``), any other an anchor-task run
-(:class:`~anchorlab.config.RunConfig`). Its run directory holds ``sweep.json`` (the resolved spec and
+The base decides the kind of run (:func:`anchorlab.kinds.kind_of_data`): a config with a ``[data]`` table is
+a real-language run (:class:`~anchorlab.text.config.LMRunConfig`, trained by ``anchorlab lm``), any other an
+anchor-task run (:class:`~anchorlab.config.RunConfig`). Its run directory holds ``sweep.json`` (the resolved spec and
 {run_id: grid coordinates}) and one directory per run, named by the config's ``run_id()``; collection and
 plots read that manifest and each run's ``config.json``, so the grid is never typed twice.
 """
@@ -23,29 +23,16 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from anchorlab import rundir
-from anchorlab.config import (
-    ConfigError,
-    from_dict,
-    merge,
-    parse_override,
-    parse_toml_file,
-    read_toml,
-    set_dotted,
-    with_defaults,
-)
+from anchorlab import kinds, rundir
+from anchorlab.config import ConfigError, merge, parse_override, parse_toml_file, read_toml, set_dotted
 
 MANIFEST = "sweep.json"
 SEED_KEYS = ("seeds.data_seed", "seeds.init_seed", "seeds.train_seed")
-
-
-def kind_of(config: dict[str, Any]) -> str:
-    """"lm" for a real-language config (it has a ``[data]`` table), else "anchor"."""
-    return "lm" if "data" in config else "anchor"
 
 
 def axis_keys(axis: str) -> list[str]:
@@ -61,8 +48,8 @@ class SweepSpec:
 
     @property
     def kind(self) -> str:
-        """"lm" or "anchor", from the base config (:func:`kind_of`)."""
-        return kind_of(self.base)
+        """"lm" or "anchor", from the base config (:func:`anchorlab.kinds.kind_of_data`)."""
+        return kinds.kind_of_data(self.base).name
 
     def points(self) -> list[dict[str, Any]]:
         """Every grid point as {key: value}, in row-major order of the axes as written; the keys of a tied
@@ -79,11 +66,8 @@ class SweepSpec:
     def configs(self) -> list[tuple[dict[str, Any], Any]]:
         """(grid point, validated run config) for every point: ``RunConfig`` or, for kind "lm",
         ``LMRunConfig``."""
-        if self.kind == "lm":
-            from anchorlab.text.config import LMRunConfig, lm_from_dict
-            base, build = merge(LMRunConfig().to_dict(), self.base), lm_from_dict
-        else:
-            base, build = with_defaults(self.base), from_dict
+        kind = kinds.kind_of_data(self.base)
+        base, build = kind.get("with_defaults")(self.base), kind.get("from_dict")
         out = []
         for point in self.points():
             d = copy.deepcopy(base)
@@ -134,7 +118,8 @@ def expand(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], A
 
     A run's directory is ``out_dir/<run_id>``. A run made before a config field existed was named by the
     hash of its config without that field; such a directory is found by its ``config.json`` (the missing
-    fields read as their defaults, as :func:`anchorlab.rundir.open_run` does) and used again."""
+    fields read as their defaults, renamed ones under their new names, as :func:`anchorlab.rundir.open_run`
+    does) and used again."""
     out_dir = Path(out_dir)
     rows, earlier = [], None
     for point, cfg in spec.configs():
@@ -142,7 +127,7 @@ def expand(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], A
         if not d.exists():
             earlier = _stored_configs(out_dir) if earlier is None else earlier
             new = cfg.to_dict()
-            d = next((e for e, stored in earlier if rundir.with_added_defaults(stored, cfg) == new), d)
+            d = next((e for e, stored in earlier if rundir.as_today(stored, cfg) == new), d)
         rows.append((point, cfg, d))
     return rows
 
@@ -187,7 +172,7 @@ def describe(spec: SweepSpec, out_dir: str | Path) -> str:
     return "\n".join(lines)
 
 
-def run_dirs(sources: list[str | Path] | tuple[str | Path, ...]) -> list[Path]:
+def run_dirs(sources: Sequence[str | Path]) -> list[Path]:
     """Run directories of ``sources``: a sweep directory (with ``sweep.json``) stands for its runs, in the
     manifest's grid order; any other directory is taken as one run."""
     out = []

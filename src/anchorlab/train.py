@@ -11,9 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from anchorlab import rundir, tracking
-from anchorlab.analysis.embeddings import item_tokens
-from anchorlab.analysis.summary import mechanism_scalars
+from anchorlab import kinds, rundir, tracking
 from anchorlab.config import ConfigError, RunConfig, TrainConfig
 from anchorlab.cpu import setup_cpu
 from anchorlab.init import apply_init, count_parameters, init_std
@@ -24,6 +22,8 @@ from anchorlab.tasks import TaskData, make_task_data
 
 # Called after every epoch with (epochs done, total epochs, latest metrics); replaces the tqdm bar.
 ProgressFn = Callable[[int, int, dict[str, Any]], None]
+# Scalars computed from the model at every evaluation and logged with the metrics (e.g. P1's mechanism scalars).
+WeightMetrics = Callable[[nn.Module], dict[str, float]]
 
 
 def resolve_device(name: str) -> torch.device:
@@ -93,9 +93,19 @@ def train_step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y:
     return loss.detach()
 
 
+def default_weight_metrics(cfg: RunConfig) -> WeightMetrics | None:
+    """What the anchor-task kind logs from the weights for ``cfg`` (:attr:`anchorlab.kinds.RunKind.training_metrics`:
+    the P1 mechanism scalars for a GPT on the composite task, else nothing); imported only when used."""
+    return kinds.KINDS["anchor"].get("training_metrics")(cfg)
+
+
 def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = None,
-          show_progress: bool = True, data: TaskData | None = None) -> dict[str, Any]:
-    """Train ``cfg`` into ``run_dir`` (resuming if it holds an unfinished run) and return the summary."""
+          show_progress: bool = True, data: TaskData | None = None,
+          weight_metrics: WeightMetrics | None = None) -> dict[str, Any]:
+    """Train ``cfg`` into ``run_dir`` (resuming if it holds an unfinished run) and return the summary.
+
+    ``weight_metrics(model)``: extra scalars logged at every evaluation; default :func:`default_weight_metrics`
+    (pass ``lambda model: {}`` for none)."""
     run_dir = Path(run_dir)
     order = epoch_order(cfg)  # checks a reference file before anything is written
     status = rundir.open_run(run_dir, cfg)
@@ -120,14 +130,14 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
     model = build_initialized_model(cfg, data.vocab_size).to(device)
     opt = make_optimizer(model, tc, device)
     amp = torch.bfloat16 if tc.precision == "bf16" else None
-    log_mechanisms = cfg.model.name == "gpt" and cfg.task.name == "composite"
+    extra = weight_metrics if weight_metrics is not None else default_weight_metrics(cfg)
 
     def eval_record(step: int, epoch: int, train_loss: float | None) -> dict[str, Any]:
         m = evaluate(model, data, all_x, all_y, cfg.task, tc.eval_batch_size, amp)
         rec = {"step": step, "epoch": epoch, "lr": lr_at(step, tc, steps_per_epoch),
                "epoch_train_loss": train_loss, **m}
-        if log_mechanisms:  # weight-only scalars (SVDs of the weights, no forward pass), so sweeps can plot them
-            rec.update(mechanism_scalars(model, embed_tokens=item_tokens(cfg.task)))
+        if extra is not None:
+            rec.update(extra(model))
         rundir.append_metrics(run_dir, rec)
         tracking.log_metrics(run_dir, rec)  # TensorBoard (+ W&B if ANCHORLAB_WANDB=1)
         return rec
@@ -181,7 +191,8 @@ def make_summary(cfg: RunConfig, run_dir: Path, model: nn.Module, steps_per_epoc
     """Final metrics (the last evaluation) plus the best value of each headline metric over evaluations."""
     history = rundir.read_metrics(run_dir)
     final = history[-1]
-    w_q = model.blocks[0].attn.W_Q if hasattr(model, "blocks") else None
+    blocks: Any = getattr(model, "blocks", None)
+    w_q = blocks[0].attn.W_Q if blocks is not None else None
     return {
         "run_id": cfg.run_id(),
         "gamma": cfg.init.gamma,

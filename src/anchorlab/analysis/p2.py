@@ -45,7 +45,7 @@ def anchor_cosines(W_E: np.ndarray, cfg: MemRsnTaskConfig) -> dict[str, np.ndarr
 def theory_cosines(cfg: MemRsnTaskConfig, count: str = "token") -> dict[str, np.ndarray]:
     """The theory's reasoning-anchor cosine matrices: of P^s - 1/d_vob over the training set (Prop. 1,
     Fig. 4C, ``label``) and of the constructed embeddings of eq. (14) (Fig. 5C top, ``eq14``)."""
-    P = label_distribution_exact(cfg, count=count, train_only=True)  # type: ignore[arg-type]
+    P = label_distribution_exact(cfg, count=count, train_only=True)
     rsn = list(cfg.rsn_anchors)
     return {"label": centered_cosine_matrix({s: P[s] for s in rsn}, cfg.vocab_size),
             "eq14": cosine_matrix(constructed_embeddings(rsn, cfg.vocab_size))}

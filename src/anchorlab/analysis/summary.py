@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from torch import nn
 
 from anchorlab.analysis.condensation import greedy_groups, neuron_cosine, wq_neurons
-from anchorlab.analysis.embeddings import embedding_rows
+from anchorlab.analysis.embeddings import embedding_rows, item_tokens
 from anchorlab.analysis.spectra import embedding_covariance_eigs, linear_layer_spectra, stable_rank, top_eig_share
+from anchorlab.config import CompositeTaskConfig, RunConfig
 
 
 def mechanism_scalars(model: nn.Module, threshold: float = 0.7,
@@ -33,3 +34,13 @@ def mechanism_scalars(model: nn.Module, threshold: float = 0.7,
     tokens = range(W_E.shape[0]) if embed_tokens is None else embed_tokens
     out["embed_cov_top_share"] = top_eig_share(embedding_covariance_eigs(embedding_rows(model, tokens)))
     return {k: float(np.float64(v)) for k, v in out.items()}
+
+
+def training_metrics(cfg: RunConfig) -> Callable[[nn.Module], dict[str, float]] | None:
+    """What training logs from the weights at every evaluation (:attr:`anchorlab.kinds.RunKind.training_metrics`):
+    :func:`mechanism_scalars` over the composite task's item tokens for a GPT on the composite task (weight-only
+    SVDs, no forward pass, so sweeps can plot them); nothing for any other run."""
+    if cfg.model.name != "gpt" or not isinstance(cfg.task, CompositeTaskConfig):
+        return None
+    tokens = item_tokens(cfg.task)
+    return lambda model: mechanism_scalars(model, embed_tokens=tokens)

@@ -25,6 +25,8 @@ class Recipe:
 
 
 FIGURES: dict[str, Recipe] = {}
+# The command-line flags of options every recipe may take (named in errors; others are --option KEY=VALUE).
+CLI_FLAGS = {"method": " (--method)", "step": " (--step)", "use_best_epoch": " (--best-epoch)"}
 
 
 def figure(name: str, sources: str, help: str) -> Callable[[FigureFn], FigureFn]:
@@ -65,22 +67,32 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
     for k, v in options.items():
         if k not in accepted:
             from anchorlab.config import ConfigError
-            raise ConfigError(f"figure {name}: option {k}={v!r} does not apply; its options are "
-                              f"{', '.join(list(accepted)[2:]) or 'none'}")
+            takers = [n for n in sorted(FIGURES) if k in inspect.signature(FIGURES[n].fn).parameters]
+            raise ConfigError(f"figure {name}: option {k}={v!r}{CLI_FLAGS.get(k, '')} does not apply; its options "
+                              f"are {', '.join(list(accepted)[2:]) or 'none'} (figures that take {k}: "
+                              f"{', '.join(takers) or 'none'})")
     return r.fn(srcs if r.sources == "runs" else srcs[0], Path(out), **options)
 
 
 def _load_all() -> None:
+    """Import the recipe modules of every run kind (:func:`anchorlab.kinds.figure_modules`)."""
     import importlib
 
-    for mod in ("phase", "p1", "p2", "text"):
+    from anchorlab.kinds import figure_modules
+
+    for mod in figure_modules():
         try:
-            importlib.import_module(f"anchorlab.figures.{mod}")
+            importlib.import_module(mod)
         except ModuleNotFoundError as e:
-            if e.name != f"anchorlab.figures.{mod}":
+            if e.name != mod:
                 raise
 
 
 def names() -> list[str]:
     _load_all()
     return sorted(FIGURES)
+
+
+def describe() -> str:
+    """One line per figure: name, what it reads, what it shows (``anchorlab figure list``)."""
+    return "\n".join(f"{n:10s} {'[' + FIGURES[n].sources + ']':8s} {FIGURES[n].help}" for n in names())

@@ -1,6 +1,6 @@
 """Real-language figures from ``anchorlab lm`` run directories: P2 Fig. 1, 7A, 7B and P1 Fig. 7.
 
-Each recipe reads ``config.json`` (an ``LMRunConfig``) and ``metrics.jsonl`` (see :mod:`anchorlab.text.lm`),
+Each recipe reads ``config.json`` (an ``LMRunConfig``) and ``metrics.jsonl`` (see :mod:`anchorlab.text.train`),
 draws with :mod:`anchorlab.plotting.text`, and writes ``<out>/<name>.png`` plus the numbers as ``<name>.csv``.
 """
 
@@ -21,14 +21,15 @@ from anchorlab.text.mix import SOURCES
 
 
 def _runs(runs: list[Path], name: str) -> list[tuple[LMRunConfig, list[dict[str, Any]], Path]]:
-    from anchorlab.text.lm import read_lm_config
-
     out = []
     for d in runs:
         try:
-            cfg = read_lm_config(d)
+            cfg = rundir.read_config(d)
         except (ConfigError, FileNotFoundError) as e:
             raise ConfigError(f"figure {name}: {d} is not an `anchorlab lm` run directory ({e})") from None
+        if not isinstance(cfg, LMRunConfig):
+            raise ConfigError(f"figure {name}: {d} is not an `anchorlab lm` run directory (it holds an "
+                              f"anchor-task run)")
         hist = rundir.read_metrics(d)
         if not hist:
             raise ConfigError(f"figure {name}: {d} has no evaluations in metrics.jsonl yet")
@@ -77,7 +78,9 @@ def p2_fig1(runs: list[Path], out: Path) -> Path:
 
 @figure("p2-fig7a", "runs", "P2 Fig. 7A: ΔL = (L_stories − L_PrOntoQA)/L_PrOntoQA (training loss) over training, per γ")
 def p2_fig7a(runs: list[Path], out: Path) -> Path:
-    curves, rows, inits = [], [], {}
+    curves: list[Any] = []
+    rows: list[dict[str, Any]] = []
+    inits: dict[Any, Any] = {}
     for cfg, hist, d in _runs(runs, "p2-fig7a"):
         dl = [delta_loss(r["train_loss_prontoqa"], r["train_loss_stories"]) for r in hist]
         # colour = γ; dash = the init convention and overrides, in order of first appearance (the first solid)

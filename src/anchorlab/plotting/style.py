@@ -17,5 +17,5 @@ RC = {"figure.dpi": 110, "savefig.dpi": 150, "axes.spines.top": False, "axes.spi
 
 @contextlib.contextmanager
 def style() -> Iterator[None]:
-    with plt.rc_context(RC):
+    with plt.rc_context(RC):  # type: ignore[arg-type]
         yield

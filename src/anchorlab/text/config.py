@@ -13,10 +13,13 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from anchorlab.config import ConfigError, _build, _check, merge, parse_override, read_toml, set_dotted
-from anchorlab.gamma_init import CONVENTIONS
+from anchorlab.config import ConfigError, build, check, merge, parse_override, read_toml, set_dotted
+
+# Fields renamed since run directories were first written ({old dotted name: new}); the LM tree now names
+# its sizes as the anchor tree does. config.json files and TOML files with the old names still load.
+RENAMED = {"model.n_layer": "model.n_layers", "model.n_embd": "model.d_model", "model.n_head": "model.n_heads"}
 
 
 @dataclass(frozen=True)
@@ -43,38 +46,39 @@ class LMDataConfig:
 
     def validate(self) -> None:
         for f in ("n_prontoqa", "n_stories", "n_test_prontoqa", "n_test_stories"):
-            _check(getattr(self, f) >= 0, f"data.{f}", "an integer >= 0")
-        _check(self.n_prontoqa + self.n_stories > 0, "data.n_prontoqa", "n_prontoqa + n_stories > 0")
-        _check(self.n_test_prontoqa > 0 or self.n_prontoqa == 0, "data.n_test_prontoqa",
+            check(getattr(self, f) >= 0, f"data.{f}", "an integer >= 0")
+        check(self.n_prontoqa + self.n_stories > 0, "data.n_prontoqa", "n_prontoqa + n_stories > 0")
+        check(self.n_test_prontoqa > 0 or self.n_prontoqa == 0, "data.n_test_prontoqa",
                "an integer > 0 when n_prontoqa > 0 (the True/False accuracy needs held-out examples)")
         for f in ("min_hops", "max_hops"):
-            _check(1 <= getattr(self, f) <= 8, f"data.{f}", "an integer in 1..8")
-        _check(self.min_hops <= self.max_hops, "data.min_hops", f"an integer <= max_hops = {self.max_hops}")
+            check(1 <= getattr(self, f) <= 8, f"data.{f}", "an integer in 1..8")
+        check(self.min_hops <= self.max_hops, "data.min_hops", f"an integer <= max_hops = {self.max_hops}")
         if self.ontology == "true":
             from anchorlab.text.prontoqa import TRUE_MAX_HOPS
-            _check(self.max_hops <= max(TRUE_MAX_HOPS), "data.max_hops",
+            check(self.max_hops <= max(TRUE_MAX_HOPS), "data.max_hops",
                    f"an integer in 1..{max(TRUE_MAX_HOPS)} with ontology = 'true' (its taxonomies are shorter)")
-        _check(self.stories != "", "data.stories", "'standin', 'sample', 'hf' or a stories file path")
-        _check(258 <= self.bpe_vocab <= 65536, "data.bpe_vocab", "an integer in 258..65536")
-        _check(self.n_ctx >= 8, "data.n_ctx", "an integer >= 8")
+        check(self.stories != "", "data.stories", "'standin', 'sample', 'hf' or a stories file path")
+        check(258 <= self.bpe_vocab <= 65536, "data.bpe_vocab", "an integer in 258..65536")
+        check(self.n_ctx >= 8, "data.n_ctx", "an integer >= 8")
 
 
 @dataclass(frozen=True)
 class LMModelConfig:
-    """HF ``GPT2LMHeadModel`` sizes (GPT-2 small: 12 / 768 / 12); dropout 0 as in the authors' GPT-2 runs."""
+    """HF ``GPT2LMHeadModel`` sizes (GPT-2 small: 12 / 768 / 12; HF's ``n_layer`` / ``n_embd`` / ``n_head``);
+    dropout 0 as in the authors' GPT-2 runs."""
 
-    n_layer: int = 12
-    n_embd: int = 768
-    n_head: int = 12
+    n_layers: int = 12
+    d_model: int = 768
+    n_heads: int = 12
     # GPT-2's tanh-approximated GELU. "gelu_new" is HF's GPT-2 default (written out in elementwise ops);
     # "gelu_pytorch_tanh" is the same formula as one fused kernel (F.gelu(approximate="tanh")): equal to float
     # rounding, about 20 % faster per training step on a CPU (docs/text.md)
     activation: Literal["gelu_new", "gelu_pytorch_tanh"] = "gelu_new"
 
     def validate(self) -> None:
-        for f in ("n_layer", "n_embd", "n_head"):
-            _check(getattr(self, f) > 0, f"model.{f}", "a positive integer")
-        _check(self.n_embd % self.n_head == 0, "model.n_head", f"a divisor of n_embd = {self.n_embd}")
+        for f in ("n_layers", "d_model", "n_heads"):
+            check(getattr(self, f) > 0, f"model.{f}", "a positive integer")
+        check(self.d_model % self.n_heads == 0, "model.n_heads", f"a divisor of d_model = {self.d_model}")
 
 
 @dataclass(frozen=True)
@@ -82,14 +86,14 @@ class LMInitConfig:
     """γ-init of every weight matrix (:func:`anchorlab.gamma_init.gamma_init_`): std = fan_in^-γ."""
 
     gamma: float = 0.5
+    # anchorlab.gamma_init.CONVENTIONS (tests/test_lm.py checks that the two lists agree)
     convention: Literal["fan_in", "authors_gpt2", "authors_gpt2_last_token"] = "fan_in"
     overrides: dict[str, float] = field(default_factory=dict)  # module-name glob -> γ
 
     def validate(self) -> None:
-        _check(self.gamma > 0, "init.gamma", "a float > 0 (larger gamma = smaller init)")
-        _check(self.convention in CONVENTIONS, "init.convention", f"one of {list(CONVENTIONS)}")
+        check(self.gamma > 0, "init.gamma", "a float > 0 (larger gamma = smaller init)")
         for k, g in self.overrides.items():
-            _check(g > 0, f"init.overrides.{k}", "a float > 0")
+            check(g > 0, f"init.overrides.{k}", "a float > 0")
 
 
 @dataclass(frozen=True)
@@ -114,15 +118,15 @@ class LMTrainConfig:
 
     def validate(self) -> None:
         for f in ("epochs", "batch_size", "eval_every", "eval_train_rows", "checkpoint_every"):
-            _check(getattr(self, f) > 0, f"train.{f}", "a positive integer")
-        _check(self.lr > 0, "train.lr", "a float > 0")
-        _check(self.weight_decay >= 0, "train.weight_decay", "a float >= 0")
-        _check(1 <= self.micro_batches <= self.batch_size, "train.micro_batches",
+            check(getattr(self, f) > 0, f"train.{f}", "a positive integer")
+        check(self.lr > 0, "train.lr", "a float > 0")
+        check(self.weight_decay >= 0, "train.weight_decay", "a float >= 0")
+        check(1 <= self.micro_batches <= self.batch_size, "train.micro_batches",
                f"an integer from 1 to train.batch_size ({self.batch_size})")
-        _check(self.warmup_steps >= 0, "train.warmup_steps", "an integer >= 0")
-        _check(self.grad_clip >= 0, "train.grad_clip", "a float >= 0 (0 disables clipping)")
-        _check(self.threads >= 0, "train.threads", "an integer >= 0 (0 = all cores)")
-        _check(self.device.split(":")[0] in ("cpu", "cuda", "mps"), "train.device", "'cpu', 'cuda', 'cuda:N' or 'mps'")
+        check(self.warmup_steps >= 0, "train.warmup_steps", "an integer >= 0")
+        check(self.grad_clip >= 0, "train.grad_clip", "a float >= 0 (0 disables clipping)")
+        check(self.threads >= 0, "train.threads", "an integer >= 0 (0 = all cores)")
+        check(self.device.split(":")[0] in ("cpu", "cuda", "mps"), "train.device", "'cpu', 'cuda', 'cuda:N' or 'mps'")
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,8 @@ class LMSeedConfig:
 
 @dataclass(frozen=True)
 class LMRunConfig:
+    kind: ClassVar[str] = "lm"  # its entry in anchorlab.kinds.KINDS (a class constant, not a config field)
+
     data: LMDataConfig = field(default_factory=LMDataConfig)
     model: LMModelConfig = field(default_factory=LMModelConfig)
     init: LMInitConfig = field(default_factory=LMInitConfig)
@@ -154,16 +160,37 @@ class LMRunConfig:
         return "lm-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+def upgrade(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` (plain data: a TOML file, a config.json) with the :data:`RENAMED` fields under their new names.
+    A field given under both names is an error naming both."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in d.items()}
+    for old, new in RENAMED.items():
+        (sec, o), (_, n) = old.split("."), new.split(".")
+        node = out.get(sec)
+        if isinstance(node, dict) and o in node:
+            if n in node:
+                raise ConfigError(f"{old}: renamed {new}; give only {new}")
+            node[n] = node.pop(o)
+    return out
+
+
+def lm_with_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    """The defaults merged with ``data`` (old field names read as their new ones)."""
+    return merge(LMRunConfig().to_dict(), upgrade(data))
+
+
 def lm_from_dict(d: dict[str, Any]) -> LMRunConfig:
-    """Build and validate an ``LMRunConfig`` from nested plain data (TOML or ``config.json``)."""
+    """Build and validate an ``LMRunConfig`` from nested plain data (TOML or ``config.json``, old field
+    names included)."""
     if not isinstance(d, dict):
         raise ConfigError("config: expected a table")
-    return _build(LMRunConfig, d, "").validate()
+    cfg: LMRunConfig = build(LMRunConfig, upgrade(d), "")
+    return cfg.validate()
 
 
 def load_lm_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> LMRunConfig:
     """Defaults <- TOML file (``base = "..."`` allowed) <- dotted overrides; validated."""
-    d = merge(LMRunConfig().to_dict(), read_toml(path) if path is not None else {})
+    d = lm_with_defaults(read_toml(path) if path is not None else {})
     for item in overrides:
         key, value = parse_override(item)
         set_dotted(d, key, value)

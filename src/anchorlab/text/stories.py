@@ -386,7 +386,8 @@ def generate_standin(n: int, seed: int) -> list[str]:
 
 def story_stats(stories: list[str], tokenizer) -> dict[str, float]:
     """Vocabulary size (distinct token ids), unigram token entropy (bits), story length in tokens and words."""
-    lengths, counts = [], Counter()
+    lengths: list[int] = []
+    counts: Counter[int] = Counter()
     for ids in (tokenizer.encode(s) for s in stories):
         lengths.append(len(ids))
         counts.update(ids)

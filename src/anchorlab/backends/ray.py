@@ -1,10 +1,10 @@
-"""Ray back-end of :func:`anchorlab.execute.run_all`: one Ray task per run, on a cluster or a local one.
+"""The Ray back-end of :func:`anchorlab.execute.run_all`: one Ray task per run, on a cluster or a local one.
 
 Each run is a task with ``num_cpus=1`` (one intra-op thread) and ``num_gpus`` (a fraction lets several
 small models share a GPU). A task whose worker dies (killed, out of memory, node lost) is retried up to
 ``max_retries`` times and resumes from its run directory's last resume checkpoint; an exception raised
 by training is not retried (it would fail again) and is reported as that run's error. Runs already DONE
-are never submitted (:func:`anchorlab.execute.split_done`). The sweep directory must be on a file system
+are never submitted (:func:`anchorlab.backends.common.split_done`). The sweep directory must be on a file system
 that every node sees, and every node needs anchorlab and torch installed.
 
 Progress events travel back through a ``ray.util.queue.Queue`` (an actor holding no CPU).
@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from anchorlab.config import ConfigError, RunConfig
-from anchorlab.execute import RunResult, SweepProgress, one_thread, train_reporting
+from anchorlab.backends.common import Job, RunResult, SweepProgress, one_thread, train_reporting
+from anchorlab.config import ConfigError
 
 
 def _import_ray() -> Any:
@@ -28,7 +28,7 @@ def _import_ray() -> Any:
     return ray
 
 
-def _run_task(cfg: RunConfig, run_dir: Path, queue: Any) -> RunResult:
+def _run_task(cfg: Any, run_dir: Path, queue: Any) -> RunResult:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return train_reporting(cfg, run_dir, lambda *event: queue.put(event))
 
@@ -37,7 +37,7 @@ def _fields(r: RunResult) -> tuple[dict[str, Any] | None, str | None]:
     return r.summary, r.error
 
 
-def run_ray(todo: list[tuple[RunConfig, Path]], progress: SweepProgress, address: str | None = None,
+def run_ray(todo: list[Job], progress: SweepProgress, address: str | None = None,
             num_gpus: float = 0.0, max_retries: int = 3, init_options: dict[str, Any] | None = None,
             poll_seconds: float = 0.5) -> list[RunResult]:
     """Run every job as a Ray task and return one result per job, in order.
@@ -93,3 +93,10 @@ def run_ray(todo: list[tuple[RunConfig, Path]], progress: SweepProgress, address
     finally:
         if started:
             ray.shutdown()
+
+
+def options(address: str | None, gpus_per_run: float, max_retries: int, workers: int) -> dict[str, Any]:
+    """:func:`run_ray`'s options from the sweep command's: a local cluster (no ``address``) gets ``workers``
+    CPUs."""
+    return {"address": address, "num_gpus": gpus_per_run, "max_retries": max_retries,
+            "init_options": {} if address else {"num_cpus": workers}}

@@ -1,0 +1,98 @@
+"""Run kinds, one registry: whether a run is an anchor-task run or a real-language one is decided here.
+
+A kind names, as ``"module:attribute"`` strings, everything that differs between the two: the config class,
+how plain data (a TOML file, a ``config.json``) becomes a config, the training function, the metrics logged
+from the weights during training, the report's run section and sweep page, and the figure recipes that
+read its runs. Nothing is imported until it is used, so an anchor-task sweep never loads the text stack,
+and this module can sit at the bottom of the package (it imports nothing of anchorlab at load time).
+
+Sweeps, the executor, :func:`anchorlab.rundir.read_config`, training, the report and the figures ask this module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+def load(ref: str) -> Any:
+    """The object named by ``"package.module:attribute"``, importing the module now."""
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@dataclass(frozen=True)
+class RunKind:
+    name: str
+    config_class: str  # the frozen config dataclass; its ``kind`` class constant is ``name``
+    from_dict: str  # (plain data) -> validated config; field names from older run directories included
+    with_defaults: str  # (plain data) -> the full tree, defaults filled in (a sweep's base)
+    load_config: str  # (TOML path or None, ["key=value", ...]) -> validated config
+    train: str  # (cfg, run_dir, *, progress, show_progress) -> summary
+    summary_line: str  # (cfg, summary) -> the one line `anchorlab train` / `anchorlab lm` prints
+    report_run: str  # (run_dir, anchor) -> the HTML of a report whose source is one run
+    report_sweep: str  # (sweep_dir, max_run_figures, anchor) -> (title, HTML) of a sweep's page
+    figure_modules: tuple[str, ...]  # modules whose recipes (:mod:`anchorlab.figures`) read this kind's runs
+    upgrade: str = ""  # (stored config.json) -> the same config under today's field names ("": none renamed)
+    training_metrics: str = ""  # (cfg) -> None or (model -> {name: scalar}), logged at every evaluation
+
+    def get(self, field: str) -> Callable[..., Any]:
+        """The function named by ``field``, imported now."""
+        return load(getattr(self, field))
+
+    def upgraded(self, stored: dict[str, Any]) -> dict[str, Any]:
+        """A stored config (``config.json``) under today's field names."""
+        return self.get("upgrade")(stored) if self.upgrade else stored
+
+
+KINDS: dict[str, RunKind] = {
+    "anchor": RunKind(
+        name="anchor",
+        config_class="anchorlab.config:RunConfig",
+        from_dict="anchorlab.config:from_dict",
+        with_defaults="anchorlab.config:with_defaults",
+        load_config="anchorlab.config:load_config",
+        train="anchorlab.train:train",
+        summary_line="anchorlab.metrics:summary_line",
+        report_run="anchorlab.report.anchor:run_page",
+        report_sweep="anchorlab.report.anchor:sweep_page",
+        figure_modules=("anchorlab.figures.phase", "anchorlab.figures.p1", "anchorlab.figures.p2"),
+        training_metrics="anchorlab.analysis.summary:training_metrics",
+    ),
+    "lm": RunKind(
+        name="lm",
+        config_class="anchorlab.text.config:LMRunConfig",
+        from_dict="anchorlab.text.config:lm_from_dict",
+        with_defaults="anchorlab.text.config:lm_with_defaults",
+        load_config="anchorlab.text.config:load_lm_config",
+        train="anchorlab.text.train:train_lm",
+        summary_line="anchorlab.text.train:summary_line",
+        report_run="anchorlab.report.lm:run_page",
+        report_sweep="anchorlab.report.lm:sweep_page",
+        figure_modules=("anchorlab.figures.text",),
+        upgrade="anchorlab.text.config:upgrade",
+    ),
+}
+
+
+def kind_of_data(config: dict[str, Any]) -> RunKind:
+    """The kind of a config given as plain data (a TOML file, a sweep's base, a ``config.json``): a
+    real-language config has a ``[data]`` table; any other is an anchor-task config."""
+    return KINDS["lm" if "data" in config else "anchor"]
+
+
+def kind_of(cfg: Any) -> RunKind:
+    """The kind of a config object (its class constant ``kind``)."""
+    return KINDS[type(cfg).kind]
+
+
+def config_from_data(config: dict[str, Any]) -> Any:
+    """A validated config of the right kind from plain data (old field names included)."""
+    return kind_of_data(config).get("from_dict")(config)
+
+
+def figure_modules() -> list[str]:
+    """Every figure-recipe module, kind by kind."""
+    return [m for k in KINDS.values() for m in k.figure_modules]
