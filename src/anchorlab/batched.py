@@ -270,6 +270,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
     for k, (cfg, d) in enumerate(zip(cfgs, dirs)):
         if start_epoch == 0:
             (d / rundir.METRICS).unlink(missing_ok=True)
+            (d / rundir.EPOCHS).unlink(missing_ok=True)
             rundir.save_checkpoint(d, s.load_into(scratch, k), 0, 0)
             last.append(_eval_record(cfg, d, s.load_into(scratch, k), data, all_x, all_y, 0, 0, None,
                                      steps_per_epoch, amp))
@@ -304,6 +305,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
             if stopped[k]:
                 continue
             tc = cfg.train
+            rundir.append_metrics(d, {"epoch": epoch, "step": step, "train_loss": epoch_loss[k]}, rundir.EPOCHS)
             stop = tc.early_stop_loss > 0 and epoch_loss[k] < tc.early_stop_loss
             final = epoch == tc.epochs or stop
             if epoch % tc.eval_every == 0 or final:
