@@ -1,0 +1,51 @@
+"""One self-contained HTML report of run and sweep directories: ``write_report(sources, out)``.
+
+Each source is a section, drawn by its run kind (:mod:`anchorlab.kinds`: :mod:`.anchor` or :mod:`.lm`) from
+the building blocks of :mod:`.html`. Everything is embedded (figures as base64 ``data:`` URIs, figure data as
+CSV downloads, inline CSS and a small script that sorts the sweep table), so the file opens offline from disk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from anchorlab import kinds, rundir
+from anchorlab.config import ConfigError
+from anchorlab.report.html import CSS, SORT_JS, esc
+from anchorlab.sweep import MANIFEST
+
+
+def write_report(source: str | Path | Sequence[str | Path], out: str | Path | None = None,
+                 max_run_figures: int = 12) -> Path:
+    """Write the HTML report of run directories (with ``config.json``) and/or sweep directories (with
+    ``sweep.json``), one section each, to ``out`` (default ``<first source>/report.html``); returns its path.
+    In a sweep the P1/P2 figures are drawn for ``max_run_figures`` runs with a checkpoint, those of the
+    first seed first (every run gets its curves and tables)."""
+    sources = [Path(source)] if isinstance(source, (str, Path)) else [Path(s) for s in source]
+    if not sources:
+        raise ConfigError("source: give at least one run or sweep directory")
+    titles, bodies = [], []
+    for i, src in enumerate(sources):
+        anchor = f"s{i}-" if len(sources) > 1 else ""
+        if (src / MANIFEST).is_file():
+            kind = kinds.kind_of_data(rundir.read_json(src / MANIFEST).get("base", {}))
+            title, body = kind.get("report_sweep")(src, max_run_figures, anchor)
+        elif (src / rundir.CONFIG).is_file():
+            title = f"anchorlab run {src.name}"
+            body = kinds.kind_of_data(rundir.read_json(src / rundir.CONFIG)).get("report_run")(src, anchor)
+        else:
+            raise ConfigError(f"source: {src} is neither a run directory ({rundir.CONFIG}) nor a sweep "
+                              f"directory ({MANIFEST})")
+        titles.append(title)
+        bodies.append(body if len(sources) == 1 else f"<h1>{esc(title)}</h1>\n{body}")
+    title = titles[0] if len(sources) == 1 else "anchorlab report: " + ", ".join(t.split(" ", 1)[1] for t in titles)
+    header = f"<h1>{esc(title)}</h1>" if len(sources) == 1 else \
+        "<nav>" + "".join(f'<a href="#src-{i}">{esc(t)}</a>' for i, t in enumerate(titles)) + "</nav>"
+    body = "\n".join(f'<section id="src-{i}">{b}</section>' for i, b in enumerate(bodies))
+    out = Path(out) if out is not None else sources[0] / "report.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    page = (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(title)}</title>"
+            f"<style>{CSS}</style></head><body>{header}\n{body}\n<script>{SORT_JS}</script></body></html>\n")
+    rundir.write_atomic(out, page)
+    return out
