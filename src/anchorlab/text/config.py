@@ -9,13 +9,12 @@ dotted field. Defaults are the paper scale (5,000 PrOntoQA + 5,000 stories, GPT-
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from anchorlab.config import ConfigError, build, check, merge, parse_override, read_toml, set_dotted
+from anchorlab.config_tools import ConfigError, build, check, merge, parse_override, read_toml, run_id_of, set_dotted
 
 # Fields renamed since run directories were first written ({old dotted name: new}); the LM tree now names
 # its sizes as the anchor tree does. config.json files and TOML files with the old names still load.
@@ -156,8 +155,7 @@ class LMRunConfig:
 
     def run_id(self) -> str:
         """Stable short hash of the fully resolved config (names run directories)."""
-        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return "lm-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
+        return "lm-" + run_id_of(self.to_dict())
 
 
 def upgrade(d: dict[str, Any]) -> dict[str, Any]:
