@@ -30,8 +30,7 @@ def _data(a: argparse.Namespace) -> None:
     from anchorlab.tasks import make_task_data
 
     cfg = load_config(a.config, a.set)
-    data = make_task_data(cfg.task, cfg.seeds.data_seed)
-    data.save_npz(a.out)
+    (data := make_task_data(cfg.task, cfg.seeds.data_seed)).save_npz(a.out)
     print(f"wrote {a.out}: {len(data)} sequences, {int(data.in_train.sum())} in training")
 
 
@@ -49,9 +48,7 @@ def _sweep(a: argparse.Namespace) -> None:
 def _collect(a: argparse.Namespace) -> None:
     from anchorlab.sweep import collect, write_csv
 
-    rows = collect(a.sweep_dir)
-    out = Path(a.out) if a.out else Path(a.sweep_dir) / "summary.csv"
-    write_csv(rows, out)
+    write_csv(rows := collect(a.sweep_dir), out := Path(a.out or Path(a.sweep_dir) / "summary.csv"))
     print(f"wrote {out}: {len(rows)} runs, {sum(r['status'] == 'done' for r in rows)} done")
 
 
@@ -59,11 +56,9 @@ def _figure(a: argparse.Namespace) -> None:
     from anchorlab.figures import describe, draw
 
     if a.name == "list":
-        print(describe())
-        return
+        return print(describe())
     flags = {"use_best_epoch": a.best_epoch or None, "step": a.step, "method": a.method}
-    options: dict[str, Any] = {k: v for k, v in flags.items() if v}
-    options.update(parse_override(item) for item in a.option)
+    options = {k: v for k, v in flags.items() if v} | dict(parse_override(item) for item in a.option)
     path = draw(a.name, a.source, a.out, **options)
     print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
 
@@ -72,8 +67,7 @@ def _reproduce(a: argparse.Namespace) -> None:
     from anchorlab.reproduce import describe_registry, reproduce
 
     if a.name == "list":
-        print(describe_registry())
-        return
+        return print(describe_registry())
     for path in reproduce(a.name, a.out, paper=a.paper, overrides=tuple(a.set), workers=a.workers,
                           backend=a.backend, dry_run=a.dry_run):
         print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
@@ -91,54 +85,58 @@ def _report(a: argparse.Namespace) -> None:
     print(f"wrote {write_report(a.source, a.out, a.max_run_figures)}")
 
 
-SET = (("--set",), {"action": "append", "default": [], "metavar": "KEY=VALUE", "help": "dotted override"})
+def arg(*flags: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """One argument of a sub-command: argparse's flags and options."""
+    return flags, kw
+
+
+SET = arg("--set", action="append", default=[], metavar="KEY=VALUE", help="dotted override (e.g. init.gamma=0.8)")
+OUT = arg("--out", help="run directory (default runs/<run id>)")
 BACKEND = {"choices": ("local", "process", "ray"), "help": "local: this process; process: 1-thread worker "
            "processes; ray: one Ray task per run (pip install 'anchorlab[ray]')"}
+DRY = arg("--dry-run", action="store_true", help="print every run (done / partial / new); run nothing")
 COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]]] = {
     "train": (_train, "train one anchor-task run into a run directory", [
-        (("config",), {"nargs": "?", "help": "TOML run config (configs/p1, configs/p2); --set alone: the defaults"}),
-        SET, (("--out",), {"help": "run directory (default runs/<run id>)"})]),
+        arg("config", nargs="?", help="TOML run config (configs/p1, configs/p2); --set alone: the defaults"), SET,
+        OUT]),
     "lm": (_train, "train a γ-initialized GPT-2 on PrOntoQA + stories (P2 Fig. 1/7, P1 Fig. 7)", [
-        (("config",), {"nargs": "?", "help": "TOML LM config (configs/text/); --set alone: the paper-scale defaults"}),
-        SET, (("--out",), {"help": "run directory (default runs/<run id>)"})]),
+        arg("config", nargs="?", help="TOML LM config (configs/text/); --set alone: the paper-scale defaults"), SET,
+        OUT]),
     "data": (_data, "generate a task's dataset to .npz", [
-        (("config",), {"nargs": "?", "help": "TOML run config (default: the paper's P1 task)"}), SET,
-        (("--out",), {"required": True, "help": "output .npz file"})]),
+        arg("config", nargs="?", help="TOML run config (default: the paper's P1 task)"), SET,
+        arg("--out", required=True, help="output .npz file")]),
     "demo": (_demo, "the default CPU experiment: small vs middle vs large init, 3 seeds", [
-        (("--config",), {"help": "demo sweep file (default configs/demo.toml)"}), (("--out",), {"default": "demo_out"}),
-        (("--workers",), {"type": int, "default": 2, "help": "1-thread worker processes"})]),
+        arg("--config", help="demo sweep file (default configs/demo.toml)"), arg("--out", default="demo_out"),
+        arg("--workers", type=int, default=2, help="1-thread worker processes")]),
     "sweep": (_sweep, "train every run of a grid (base config + axes): anchor-task or LM runs", [
-        (("file",), {"help": "sweep TOML (see configs/demo.toml, configs/sweeps/)"}),
-        (("--out",), {"help": "sweep directory (default runs/<name>)"}), SET,
-        (("--backend",), {**BACKEND, "default": "process"}),
-        (("--workers",), {"type": int, "default": max(1, os.cpu_count() or 1),
-                          "help": "process: worker processes; ray without --address: CPUs of the local cluster"}),
-        (("--address",), {"help": "ray: address of an existing cluster (e.g. auto); default: start a local one"}),
-        (("--gpus-per-run",), {"type": float, "default": 0.0, "help": "ray: GPUs per run (0.25: 4 runs share one)"}),
-        (("--max-retries",), {"type": int, "default": 3, "help": "ray: retries of a run whose worker dies"}),
-        (("--batch-models",), {"type": int, "metavar": "K", "help": "local: train up to K same-shaped runs together "
-                               "(stacked weights); default 16 on a GPU, 1 on a CPU"}),
-        (("--dry-run",), {"action": "store_true", "help": "print every run id and its status; run nothing"})]),
+        arg("file", help="sweep TOML (configs/sweeps/)"), SET,
+        arg("--out", help="sweep directory (default runs/<name>)"),
+        arg("--backend", **BACKEND, default="process"),
+        arg("--workers", type=int, default=max(1, os.cpu_count() or 1), help="processes; ray: CPUs of a local cluster"),
+        arg("--address", help="ray: address of an existing cluster (e.g. auto); default: start a local one"),
+        arg("--gpus-per-run", type=float, default=0.0, help="ray: GPUs per run (0.25: four runs share one)"),
+        arg("--max-retries", type=int, default=3, help="ray: retries of a run whose worker dies"),
+        arg("--batch-models", type=int, metavar="K", help="local: up to K same-shaped runs trained together "
+          "(stacked weights); default 16 on a GPU, 1 on a CPU"), DRY]),
     "collect": (_collect, "one tidy CSV row per run of a sweep directory", [
-        (("sweep_dir",), {}), (("--out",), {"help": "CSV path (default SWEEP_DIR/summary.csv)"})]),
+        arg("sweep_dir"), arg("--out", help="CSV path (default SWEEP_DIR/summary.csv)")]),
     "figure": (_figure, "draw a paper figure from a sweep or run directory (PNG + CSV)", [
-        (("name",), {"help": "figure name; `anchorlab figure list` prints them"}),
-        (("source",), {"nargs": "*", "help": "sweep directory, or run directories (a sweep stands for its runs)"}),
-        (("--out",), {"default": "figures"}),
-        (("--best-epoch",), {"action": "store_true", "help": "per run, the best value over evaluations"}),
-        (("--step",), {"type": int, "action": "append", "metavar": "N", "help": "checkpoint step(s) to analyse"}),
-        (("--method",), {"choices": ("pca", "tsne"), "help": "2-D map of the embedding figures (default pca)"}),
-        (("--option",), {"action": "append", "default": [], "metavar": "KEY=VALUE", "help": "a figure's own option"})]),
+        arg("name", help="figure name; `anchorlab figure list` prints them"),
+        arg("source", nargs="*", help="sweep directory, or run directories (a sweep stands for its runs)"),
+        arg("--out", default="figures"), arg("--best-epoch", action="store_true", help="per run, the best evaluation"),
+        arg("--step", type=int, action="append", metavar="N", help="checkpoint step(s) to analyse"),
+        arg("--method", choices=("pca", "tsne"), help="2-D map of the embedding figures (default pca)"),
+        arg("--option", action="append", default=[], metavar="KEY=VALUE", help="a figure's own option")]),
     "reproduce": (_reproduce, "one paper figure in one command: its sweeps, then its figures", [
-        (("name",), {"help": "entry of configs/reproduce.toml (e.g. p2-fig7a); `list` prints them with times"}),
-        (("--paper",), {"action": "store_true", "help": "the paper-scale sweeps (need a GPU) instead of the CPU ones"}),
-        (("--out",), {"help": "output directory (default runs/reproduce/NAME)"}),
-        (("--workers",), {"type": int, "default": 2, "help": "1-thread worker processes (default 2)"}),
-        (("--backend",), BACKEND), SET, (("--dry-run",), {"action": "store_true", "help": "print runs and figures"})]),
+        arg("name", help="entry of configs/reproduce.toml (e.g. p2-fig7a); `list` prints them with times"),
+        arg("--paper", action="store_true", help="the paper-scale sweeps (need a GPU) instead of the CPU ones"),
+        arg("--out", help="output directory (default runs/reproduce/NAME)"),
+        arg("--workers", type=int, default=2, help="1-thread worker processes"), arg("--backend", **BACKEND),
+        SET, DRY]),
     "report": (_report, "one self-contained HTML report of a run or sweep directory", [
-        (("source",), {"help": "run directory (config.json) or sweep directory (sweep.json)"}),
-        (("--out",), {"help": "HTML path (default SOURCE/report.html)"}),
-        (("--max-run-figures",), {"type": int, "default": 12, "help": "sweeps: P1 figures for this many runs"})]),
+        arg("source", help="run directory (config.json) or sweep directory (sweep.json)"),
+        arg("--out", help="HTML path (default SOURCE/report.html)"),
+        arg("--max-run-figures", type=int, default=12, help="sweeps: P1 figures for this many runs")]),
 }
 
 
