@@ -1,5 +1,6 @@
-"""Command line: ``anchorlab train|lm|data|demo|sweep|collect|figure|reproduce|report``. Parses, then makes one
-library call per sub-command; values are checked where they are used, and a ConfigError is one line, exit 2."""
+"""Command line: ``anchorlab train|lm|seq2seq|data|demo|sweep|collect|figure|reproduce|report``. Parses, then
+makes one library call per sub-command; values are checked where they are used, and a ConfigError (or a data
+set whose files are missing) is one line, exit 2."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ from typing import Any
 
 import anchorlab
 from anchorlab.config import ConfigError, parse_override
-from anchorlab.kinds import KINDS
+from anchorlab.kinds import KINDS, preflight
 
 
-def _train(a: argparse.Namespace) -> int:  # `train` and `lm`: one run of that kind
+def _train(a: argparse.Namespace) -> int:  # `train`, `lm` and `seq2seq`: one run of that kind
     if a.config is None and not a.set:  # never start the day-long paper-scale default by accident
         a.parser.print_help()
         return 2
-    kind = KINDS["lm" if a.cmd == "lm" else "anchor"]
+    kind = KINDS[a.cmd if a.cmd in ("lm", "seq2seq") else "anchor"]
     cfg = kind.get("load_config")(a.config, a.set)
     out = Path(a.out) if a.out else Path("runs") / cfg.run_id()
     print(f"run {out}: " + kind.get("summary_line")(cfg, kind.get("train")(cfg, out)))
@@ -40,6 +41,8 @@ def _sweep(a: argparse.Namespace) -> None:
 
     spec = load_sweep(a.file, a.set)
     out = Path(a.out) if a.out else Path("runs") / spec.name
+    if not a.dry_run:
+        preflight([cfg for _, cfg in spec.configs()])  # a missing data set: one line, exit 2, nothing run
     print(describe(spec, out) if a.dry_run else run_sweep(
         spec, out, workers=a.workers, backend=a.backend, batch_models=a.batch_models, address=a.address,
         gpus_per_run=a.gpus_per_run, max_retries=a.max_retries))
@@ -102,6 +105,9 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
     "lm": (_train, "train a γ-initialized GPT-2 on PrOntoQA + stories (P2 Fig. 1/7, P1 Fig. 7)", [
         arg("config", nargs="?", help="TOML LM config (configs/text/); --set alone: the paper-scale defaults"), SET,
         OUT]),
+    "seq2seq": (_train, "train a decoder on a P1 real task: SCAN, COGS (Fig. 6) or addition (Fig. 17a)", [
+        arg("config", nargs="?", help="TOML real-task config (configs/real/); --set alone: the paper-scale defaults"),
+        SET, OUT]),
     "data": (_data, "generate a task's dataset to .npz", [
         arg("config", nargs="?", help="TOML run config (default: the paper's P1 task)"), SET,
         arg("--out", required=True, help="output .npz file")]),
@@ -150,9 +156,12 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument(*flags, **kwargs)
         s.set_defaults(fn=fn, parser=s)
     a = p.parse_args(argv)
+    from anchorlab.tasks.scan import ScanFilesMissing  # a data set's files missing: one line, exit 2
+    from anchorlab.text.cogs import CogsUnavailable
+
     try:
         return a.fn(a) or 0
-    except ConfigError as e:
+    except (ConfigError, CogsUnavailable, ScanFilesMissing) as e:  # a missing data set reads as one line too
         print(f"anchorlab {a.cmd}: error: {e}", file=sys.stderr)
         return 2
 

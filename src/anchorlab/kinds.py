@@ -37,6 +37,7 @@ class RunKind:
     figure_modules: tuple[str, ...]  # modules whose recipes (:mod:`anchorlab.figures`) read this kind's runs
     upgrade: str = ""  # (stored config.json) -> the same config under today's field names ("": none renamed)
     training_metrics: str = ""  # (cfg) -> None or (model -> {name: scalar}), logged at every evaluation
+    preflight: str = ""  # ([cfg, ...]) -> None; raises (one line) when the run's input files are not there ("": none)
 
     def get(self, field: str) -> Callable[..., Any]:
         """The function named by ``field``, imported now."""
@@ -74,12 +75,27 @@ KINDS: dict[str, RunKind] = {
         figure_modules=("anchorlab.figures.text",),
         upgrade="anchorlab.text.config:upgrade",
     ),
+    "seq2seq": RunKind(  # P1's real tasks (SCAN, COGS: Fig. 6; addition: Fig. 17a): output-only loss, greedy decoding
+        name="seq2seq",
+        config_class="anchorlab.text.seq2seq_config:Seq2SeqRunConfig",
+        from_dict="anchorlab.text.seq2seq_config:s2s_from_dict",
+        with_defaults="anchorlab.text.seq2seq_config:s2s_with_defaults",
+        load_config="anchorlab.text.seq2seq_config:load_s2s_config",
+        train="anchorlab.text.seq2seq_train:train_seq2seq",
+        summary_line="anchorlab.text.seq2seq_train:summary_line",
+        report_run="anchorlab.report.seq2seq:run_page",
+        report_sweep="anchorlab.report.seq2seq:sweep_page",
+        figure_modules=("anchorlab.figures.real_tasks",),
+        preflight="anchorlab.text.seq2seq_data:preflight",
+    ),
 }
 
 
 def kind_of_data(config: dict[str, Any]) -> RunKind:
-    """The kind of a config given as plain data (a TOML file, a sweep's base, a ``config.json``): a
-    real-language config has a ``[data]`` table; any other is an anchor-task config."""
+    """The kind of a config given as plain data (a TOML file, a sweep's base, a ``config.json``): a real-task
+    config has a ``[seq2seq]`` table, a real-language config a ``[data]`` table; any other is an anchor-task config."""
+    if "seq2seq" in config:
+        return KINDS["seq2seq"]
     return KINDS["lm" if "data" in config else "anchor"]
 
 
@@ -91,6 +107,15 @@ def kind_of(cfg: Any) -> RunKind:
 def config_from_data(config: dict[str, Any]) -> Any:
     """A validated config of the right kind from plain data (old field names included)."""
     return kind_of_data(config).get("from_dict")(config)
+
+
+def preflight(cfgs: list[Any]) -> None:
+    """Check, before anything runs, that the input files of every config are there (each kind's ``preflight``):
+    a missing data set stops the command with one line instead of failing every run of a sweep."""
+    for name, kind in KINDS.items():
+        mine = [c for c in cfgs if kind_of(c).name == name]
+        if kind.preflight and mine:
+            kind.get("preflight")(mine)
 
 
 def figure_modules() -> list[str]:

@@ -148,6 +148,9 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
             print(describe(spec, out / spec.name))
         print(f"then figures {', '.join(f.name for f in rep.figures)} -> {out / 'figures'}")
         return []
+    from anchorlab.kinds import preflight
+
+    preflight([cfg for spec in specs for _, cfg in spec.configs()])  # a missing data set stops here, nothing run
     dirs = []
     for spec in specs:
         rows = plan(spec, out / spec.name)

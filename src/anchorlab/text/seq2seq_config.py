@@ -1,0 +1,108 @@
+"""Typed, frozen config of one P1 real-task run (SCAN, COGS: Fig. 6; addition: Fig. 17a): ``Seq2SeqRunConfig``.
+
+Same contract as :mod:`anchorlab.text.config`: dataclass defaults <- TOML file <- ``--set key=value``; unknown
+keys, wrong types and out-of-range values raise ``ConfigError`` naming the dotted field. A config of this kind
+is recognised by its ``[seq2seq]`` table (:func:`anchorlab.kinds.kind_of_data`). The training, init and seed
+tables are the real-language ones (``LMTrainConfig`` etc.), whose defaults are already the authors' COGS trainer
+values (AdamW, lr 5e-5 constant, batch 20); the defaults here are the paper scale (GPT-2 small, full data).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from anchorlab.config_tools import build, check, merge, parse_override, read_toml, run_id_of, set_dotted
+from anchorlab.text.config import LMInitConfig, LMSeedConfig, LMTrainConfig
+
+
+@dataclass(frozen=True)
+class Seq2SeqTaskConfig:
+    """Which task and how much of it. ``n_train`` draws that many training examples (seeded by
+    ``seeds.data_seed``, without replacement; 0 = all): SCAN commands other than the primitive (the primitive
+    alone is then added so that it makes ``primitive_fraction`` of the training lines, as published), COGS lines
+    of ``cogs_train``, or addition pairs outside the test square. ``n_test`` / ``n_gen_per_type`` score a seeded
+    subset of the test set / of each COGS generalization type at every evaluation (0 = all)."""
+
+    task: Literal["scan", "cogs", "addition"] = "scan"
+    n_train: int = 0
+    scan_split: Literal["addprim_turn_left", "addprim_jump"] = "addprim_turn_left"
+    primitive_fraction: float = 0.1  # SCAN: share of the training lines that are the isolated primitive
+    scan_source: Literal["generated", "published"] = "generated"  # published: $ANCHORLAB_SCAN's files
+    cogs_train: Literal["train", "train_100"] = "train"
+    n_test: int = 0
+    n_gen_per_type: int = 0
+
+    def validate(self) -> None:
+        for f in ("n_train", "n_test", "n_gen_per_type"):
+            check(getattr(self, f) >= 0, f"seq2seq.{f}", "an integer >= 0 (0 = all)")
+        check(0 < self.primitive_fraction < 1, "seq2seq.primitive_fraction", "a float in (0, 1)")
+
+
+@dataclass(frozen=True)
+class Seq2SeqModelConfig:
+    """``arch = "gpt2"``: HF ``GPT2LMHeadModel`` (dropout 0, tied embeddings, MLP 4 d_model, γ-init by
+    :func:`anchorlab.gamma_init.gamma_init_`); ``"gpt"``: our decoder (:mod:`anchorlab.models.gpt`, pre-LN,
+    GELU, MLP ``d_mlp``, γ-init by :func:`anchorlab.init.apply_init`). ``n_ctx`` 0 = the longest row of the
+    data (rows are never truncated)."""
+
+    arch: Literal["gpt2", "gpt"] = "gpt2"
+    n_layers: int = 12
+    d_model: int = 768
+    n_heads: int = 12
+    d_mlp: int = 0  # arch "gpt" only; 0 = 4 d_model
+    activation: Literal["gelu_new", "gelu_pytorch_tanh"] = "gelu_pytorch_tanh"  # arch "gpt2"
+    n_ctx: int = 0
+
+    def validate(self) -> None:
+        for f in ("n_layers", "d_model", "n_heads"):
+            check(getattr(self, f) > 0, f"model.{f}", "a positive integer")
+        check(self.d_model % self.n_heads == 0, "model.n_heads", f"a divisor of d_model = {self.d_model}")
+        check(self.d_mlp >= 0 and self.n_ctx >= 0, "model.d_mlp", "d_mlp, n_ctx >= 0 (0 = the default)")
+
+
+@dataclass(frozen=True)
+class Seq2SeqRunConfig:
+    kind: ClassVar[str] = "seq2seq"  # its entry in anchorlab.kinds.KINDS
+
+    seq2seq: Seq2SeqTaskConfig = field(default_factory=Seq2SeqTaskConfig)
+    model: Seq2SeqModelConfig = field(default_factory=Seq2SeqModelConfig)
+    init: LMInitConfig = field(default_factory=LMInitConfig)
+    train: LMTrainConfig = field(default_factory=LMTrainConfig)
+    seeds: LMSeedConfig = field(default_factory=LMSeedConfig)
+
+    def validate(self) -> Seq2SeqRunConfig:
+        for part in (self.seq2seq, self.model, self.init, self.train):
+            part.validate()
+        if self.model.arch == "gpt":
+            check(self.init.convention == "fan_in", "init.convention", "'fan_in' with model.arch = 'gpt'")
+            check(not self.init.overrides, "init.overrides", "empty with model.arch = 'gpt'")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    def run_id(self) -> str:
+        """Stable short hash of the fully resolved config (names run directories)."""
+        return "s2s-" + run_id_of(self.to_dict())
+
+
+def s2s_with_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    return merge(Seq2SeqRunConfig().to_dict(), data)
+
+
+def s2s_from_dict(d: dict[str, Any]) -> Seq2SeqRunConfig:
+    cfg: Seq2SeqRunConfig = build(Seq2SeqRunConfig, d, "")
+    return cfg.validate()
+
+
+def load_s2s_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> Seq2SeqRunConfig:
+    """Defaults <- TOML file (``base = "..."`` allowed) <- dotted overrides; validated."""
+    d = s2s_with_defaults(read_toml(path) if path is not None else {})
+    for item in overrides:
+        key, value = parse_override(item)
+        set_dotted(d, key, value)
+    return s2s_from_dict(d)
