@@ -88,6 +88,19 @@ def _load_all() -> None:
                 raise
 
 
+def model_label(cfg: Any, short: bool = True) -> str:
+    """The model a run trains, as labels and captions name it: "Transformer 2L" (``short=False``:
+    "Transformer, 2 layers"), "Emb-MLP", "GPT-2 12L × 768" for any config kind (anchor, LM, seq2seq)."""
+    m = cfg.model
+    arch = getattr(m, "name", None) or getattr(m, "arch", None) or "gpt2"
+    if arch == "emb_mlp":
+        return "Emb-MLP"
+    depth = f"{m.n_layers}L" if short else f"{m.n_layers} layer{'s' * (m.n_layers != 1)}"
+    if arch == "gpt":
+        return f"Transformer {depth}" if short else f"Transformer, {depth}"
+    return f"GPT-2 {depth} × {m.d_model}" if short else f"GPT-2, {depth} × {m.d_model}"
+
+
 def names() -> list[str]:
     _load_all()
     return sorted(FIGURES)

@@ -41,7 +41,7 @@ from anchorlab.analysis.embeddings import (
 )
 from anchorlab.analysis.spectra import embedding_covariance_eigs, linear_layer_spectra, stable_rank
 from anchorlab.config import ConfigError, RunConfig
-from anchorlab.figures import figure
+from anchorlab.figures import figure, model_label
 from anchorlab.plotting.mechanisms import (
     plot_condensation_rows,
     plot_cosine_heatmaps,
@@ -127,7 +127,7 @@ def _method(method: str) -> str:
 
 
 def _label(cfg: RunConfig) -> str:
-    return f"γ {cfg.init.gamma:g}, {cfg.model.n_layers}L, seed {cfg.seeds.init_seed}"
+    return f"γ {cfg.init.gamma:g}, {model_label(cfg)}, seed {cfg.seeds.init_seed}"
 
 
 Step = int | Sequence[int] | None  # ``--step`` may be given several times

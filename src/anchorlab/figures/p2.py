@@ -20,7 +20,7 @@ from anchorlab.analysis import load_model
 from anchorlab.analysis import p2 as A
 from anchorlab.analysis.embeddings import pca_2d
 from anchorlab.config import ConfigError, RunConfig
-from anchorlab.figures import figure
+from anchorlab.figures import figure, model_label
 from anchorlab.plotting import p2 as P
 from anchorlab.sweep import write_csv
 from anchorlab.theory import constructed_embeddings, label_distribution_exact
@@ -130,7 +130,7 @@ def p2_fig4(run_dir: Path, out: Path, step: int | Sequence[int] | None = None) -
     return _save(fig, rows, out, "p2-fig4")
 
 
-@figure("p2-fig5", "run", "P2 Fig. 5: Transformer anchor cosines, PCA of W_E, theory (eq. 14) vs trained, PCA of w̃")
+@figure("p2-fig5", "run", "P2 Fig. 5: anchor cosines, PCA of W_E, theory (eq. 14) vs trained, PCA of w̃")
 def p2_fig5(run_dir: Path, out: Path, step: int | Sequence[int] | None = None, row_anchor: int = 15) -> Path:
     cfg = _config(run_dir, "p2-fig5")
     task = cfg.task
@@ -205,7 +205,8 @@ def p2_fig8(runs: list[Path], out: Path, step: int | Sequence[int] | None = None
         if not task.mem_label_ranges:
             m = rundir.read_metrics(d)
             label = {"uniform": "F_mem,1: y ~ U(Z)", "key_window": "F_mem,2: y ~ U{z−Σa..z+Σa}"}[task.mem_label]
-            left.append({"label": f"{label}, seed {cfg.seeds.init_seed}", "epoch": [r["epoch"] for r in m],
+            left.append({"label": f"{label}, {model_label(cfg)}, γ {cfg.init.gamma:g}, seed {cfg.seeds.init_seed}",
+                         "epoch": [r["epoch"] for r in m],
                          "acc": [r["mem_acc"] for r in m]})
             rows += [{"panel": "left", "run_dir": str(d), "mem_label": task.mem_label, "epoch": r["epoch"],
                       "mem_acc": r["mem_acc"]} for r in m]
@@ -221,7 +222,8 @@ def p2_fig8(runs: list[Path], out: Path, step: int | Sequence[int] | None = None
             p = pred[group == g]
             inside = float(((p >= lo) & (p <= hi)).mean())
             right.append({"label": f"labels {lo}–{hi}: {inside:.0%} of outputs inside", "range": (lo, hi),
-                          "pred": p.tolist(), "title": f"model outputs per group at epoch {ep}"})
+                          "pred": p.tolist(), "title": f"{model_label(cfg)}, γ {cfg.init.gamma:g}, seed "
+                          f"{cfg.seeds.init_seed}: model outputs per group at epoch {ep}"})
             rows += [{"panel": "right", "run_dir": str(d), "group": g, "lo": lo, "hi": hi, "epoch": ep,
                       "output": int(v), "count": int(c)} for v, c in zip(*np.unique(p, return_counts=True))]
     if not left and not right:

@@ -8,21 +8,102 @@ from typing import Any
 
 from anchorlab import rundir
 from anchorlab.config import ConfigError
-from anchorlab.figures import figure
-from anchorlab.phase import phase_grid
-from anchorlab.plotting.figures import plot_phase_diagrams
-from anchorlab.sweep import collect, write_csv
+from anchorlab.figures import figure, model_label
+from anchorlab.phase import SEED_AXES, phase_grid
+from anchorlab.plotting.figures import plot_gamma_comparison, plot_phase_diagrams
+from anchorlab.sweep import MANIFEST, collect, write_csv
+
+FIG2_AXES = ("init.gamma", "model.n_layers")
 
 
-@figure("p1-fig2", "sweep", "P1 Fig. 2a/b: symmetric and inferential accuracy on (4,3) over γ × depth")
+@figure("p1-fig2", "sweep", "P1 Fig. 2a/b: symmetric and inferential accuracy on (4,3) over γ × depth "
+        "(a sweep over one of them, or over one other axis: accuracy along it)")
 def p1_fig2(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False) -> Path:
-    """P1 Fig. 2a/2b: symmetric and inferential accuracy on the held-out pair over γ × depth."""
+    """P1 Fig. 2a/2b: symmetric and inferential accuracy on the held-out pair over γ × depth. A sweep with
+    only one of those axes (or, with neither, exactly one other non-seed axis) gets the 1-D version:
+    accuracy along that axis, one dot per seed (best over any other axis), a bar at the mean."""
     rows = collect(sweep_dir)
     metrics = ("unseen_symmetric_acc", "unseen_inferential_acc")
+    axes = rundir.read_json(Path(sweep_dir) / MANIFEST).get("axes", {})
+    present = [a for a in FIG2_AXES if a in axes]
+    others = [a for a in axes if a not in SEED_AXES and a not in FIG2_AXES]
+    if len(present) < 2:
+        line = present or others
+        if len(line) != 1:
+            raise ConfigError(f"figure p1-fig2: needs a sweep over init.gamma and model.n_layers (2-D) or over one "
+                              f"axis (1-D); {sweep_dir} has axes {', '.join(axes) or 'none'}")
+        return _fig2_line(rows, line[0], Path(out), use_best_epoch)
     g = phase_grid(rows, x="init.gamma", y="model.n_layers", metrics=metrics, use_best_epoch=use_best_epoch)
     fig = plot_phase_diagrams(g["xs"], g["ys"], {"symmetric (4,3) → x−6": g[metrics[0]],
                                                  "inferential (4,3) → x−10": g[metrics[1]]}, g["mask"])
     return _save_grid(fig, g, metrics, Path(out), "p1-fig2", lambda xv, yv: {"gamma": xv, "n_layers": yv})
+
+
+def gamma_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
+    """One row per composite-task run of ``run_dirs`` that has an evaluation: model, γ, seed, std of W_Q and
+    the held-out pair's inferential / symmetric / seen-test accuracy (final; the last evaluation of an
+    unfinished run, marked ``status``). Other runs (other tasks, not started) are left out."""
+    rows = []
+    for d in run_dirs:
+        if not (d / rundir.CONFIG).is_file() or "data" in (raw := rundir.read_json(d / rundir.CONFIG)) \
+                or "seq2seq" in raw or raw.get("task", {}).get("name", "composite") != "composite":
+            continue
+        cfg = rundir.read_config(d)
+        done = (d / rundir.SUMMARY).is_file()
+        last = rundir.read_json(d / rundir.SUMMARY) if done else (rundir.read_metrics(d) or [{}])[-1]
+        if "unseen_inferential_acc" not in last:
+            continue
+        rows.append({"run_id": d.name, "model": model_label(cfg), "gamma": cfg.init.gamma,
+                     "seed": cfg.seeds.init_seed, "std": last.get("std_W_Q"),
+                     "inferential": last["unseen_inferential_acc"], "symmetric": last["unseen_symmetric_acc"],
+                     "seen_test": last.get("seen_test_acc"), "status": "done" if done else "unfinished",
+                     "pair": "({},{})".format(*cfg.task.probe_pair)})
+    return sorted(rows, key=lambda r: (r["model"], r["gamma"], r["seed"]))
+
+
+@figure("p1-gamma", "runs", "P1 γ comparison: inferential and symmetric accuracy on the held-out pair per γ, "
+        "one dot per seed")
+def p1_gamma(run_dirs: list[Path], out: str | Path) -> Path:
+    """The demo's one picture: per γ (and model) the fraction of held-out-pair inputs answered inferentially
+    and symmetrically at the end of training, one dot per seed, a bar at the mean (``gamma_rows``)."""
+    rows = gamma_rows([Path(d) for d in run_dirs])
+    if not rows:
+        raise ConfigError("figure p1-gamma: needs composite-task (P1) runs with at least one evaluation")
+    pairs = sorted({r["pair"] for r in rows})
+    fig = plot_gamma_comparison(rows, pair=" / ".join(pairs))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out / "p1-gamma.png")
+    write_csv(rows, out / "p1-gamma.csv")
+    return out / "p1-gamma.png"
+
+
+def _fig2_line(rows: list[dict[str, Any]], axis: str, out: Path, use_best_epoch: bool) -> Path:
+    """P1 Fig. 2 along one axis: per value and seed the held-out pair's accuracies (best over other axes)."""
+    done = [r for r in rows if r.get("status") == "done" and "unseen_inferential_acc" in r]
+    if not done:
+        raise ConfigError("figure p1-fig2: the sweep has no finished composite-task run")
+    seed_axis = next((k for k in SEED_AXES if any(k in r for r in done)), None)
+    cells: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for r in done:
+        cells.setdefault((r[axis], r.get(seed_axis) if seed_axis else r["run_id"]), []).append(r)
+
+    def value(r: dict[str, Any], m: str) -> float:
+        return float(r[f"best_{m}" if use_best_epoch and f"best_{m}" in r else m])
+
+    table = [{axis: xv, "seed": seed, "n_runs": len(group),
+              **{k: max(value(r, f"unseen_{k}_acc") for r in group) for k in ("inferential", "symmetric")},
+              "seen_test_acc": max(value(r, "seen_test_acc") for r in group)}
+             for (xv, seed), group in sorted(cells.items(), key=lambda kv: (kv[0][0], str(kv[0][1])))]
+    name = axis.split(".")[-1]
+    fig = plot_gamma_comparison(table, x=axis, x_name="γ" if axis == "init.gamma" else name,
+                                xlabel=axis, dots="seed" if seed_axis else "run",
+                                title=f"P1 Fig. 2 over {axis}: held-out pair (4,3) "
+                                      f"({'best' if use_best_epoch else 'final'} evaluation)")
+    out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out / "p1-fig2.png")
+    write_csv(table, out / "p1-fig2.csv")
+    return out / "p1-fig2.png"
 
 
 def _save_grid(fig: Any, g: dict[str, Any], metrics: tuple[str, ...], out: Path, name: str,

@@ -82,3 +82,42 @@ def plot_phase_diagrams(xs: Sequence[Any], ys: Sequence[Any], grids: dict[str, A
             fig.colorbar(im, ax=ax, fraction=0.046)
         fig.tight_layout()
     return fig
+
+
+def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", title: str = "", x: str = "gamma",
+                          x_name: str = "γ", xlabel: str = "γ  (std = d_in^−γ: larger γ = smaller initialization)",
+                          dots: str = "seed") -> Figure:
+    """P1's contrast in one picture: per γ (ascending; with several models, per model and γ) the fraction of
+    held-out-pair inputs answered inferentially and symmetrically, one dot per seed, a bar at the mean.
+
+    Each row: ``{"gamma", "inferential", "symmetric"}`` and optionally ``"model"`` (e.g. "Transformer 2L")
+    and ``"std"`` (std of W_Q, shown under the γ). ``x`` / ``x_name`` / ``xlabel`` put another
+    quantity on the x-axis (P1 Fig. 2 over one axis); ``dots`` names what one dot is."""
+    import numpy as np
+
+    models = sorted({r.get("model", "") for r in rows})
+    cats = sorted({(r.get("model", ""), r[x]) for r in rows}, key=lambda c: (models.index(c[0]), c[1]))
+    with style():
+        fig, ax = plt.subplots(figsize=(max(3.0, 1.1 * len(cats) + 1.2) + 2.6, 3.0))
+        for key, dx, answer in (("inferential", -0.17, "x−10"), ("symmetric", 0.17, "x−6")):
+            for i, cat in enumerate(cats):
+                vals = [float(r[key]) for r in rows if (r.get("model", ""), r[x]) == cat]
+                jitter = np.linspace(-0.05, 0.05, len(vals)) if len(vals) > 1 else np.zeros(1)
+                name = f"{key} ({pair} → {answer})" if pair == "(4,3)" else f"{key} ({pair})"
+                ax.scatter(i + dx + jitter, vals, s=24, color=COLORS[key], edgecolors="white", linewidths=0.5,
+                           zorder=3, label=f"{name},\none dot per {dots}" if i == 0 else None)
+                ax.hlines(float(np.mean(vals)), i + dx - 0.13, i + dx + 0.13, color=COLORS[key], lw=2.2, zorder=2)
+        ticks = []
+        for m, v in cats:
+            std = next((r["std"] for r in rows if (r.get("model", ""), r[x]) == (m, v) and r.get("std")), None)
+            ticks.append(f"{x_name} {v:g}" if isinstance(v, (int, float)) else f"{x_name} {v}")
+            ticks[-1] += (f"\nstd W_Q {std:.2g}" if std else "") + (f"\n{m}" if len(models) > 1 else "")
+        ax.set_xticks(range(len(cats)), ticks)
+        ax.set_xlim(-0.6, len(cats) - 0.4)
+        ax.set_ylim(-0.04, 1.04)
+        ax.set_ylabel(f"fraction of {pair} inputs")
+        ax.set_xlabel(xlabel)
+        ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, labelspacing=1.2)
+        ax.set_title(title or f"P1: held-out pair {pair} per {x_name} (bars: mean over {dots}s)", fontsize=9)
+        fig.tight_layout()
+    return fig

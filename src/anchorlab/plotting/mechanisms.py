@@ -20,6 +20,24 @@ LAYER_GAP = 4.0  # authors' plot_info_flow: nodes of layer l at y = 4·l
 Edge = tuple[int, int, int]  # (layer l, query k, key j)
 
 
+NUMERICAL_ZERO = 1e-10  # log-axis panels leave out values below this fraction of the largest (rounding noise)
+
+
+def _log_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(1-based indices, values) of the values a log axis can show: positive and above NUMERICAL_ZERO × max."""
+    v = np.asarray(values, dtype=np.float64)
+    keep = np.isfinite(v) & (v > 0) & (v >= NUMERICAL_ZERO * (np.nanmax(v) if v.size else 0.0))
+    return np.arange(1, len(v) + 1)[keep], v[keep]
+
+
+def _fit_log_axis(ax: Axes, values: Sequence[np.ndarray]) -> None:
+    """Limit a log y-axis to the data drawn (half a decade of margin) instead of matplotlib's default."""
+    shown = [v for v in values if len(v)]
+    if shown:
+        lo, hi = min(float(v.min()) for v in shown), max(float(v.max()) for v in shown)
+        ax.set_ylim(lo / 3, hi * 3)
+
+
 def draw_information_flow(ax: Axes, flow: np.ndarray, tokens: Sequence[int | str], min_weight: float = 0.0,
                           lw_scale: float = 2.0, title: str = "",
                           highlight: Mapping[str, Sequence[Edge]] | None = None) -> None:
@@ -243,12 +261,15 @@ def plot_spectra(spectra: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.nd
         fig, axes = plt.subplots(nrows, min(ncols, len(names)), figsize=(2.6 * min(ncols, len(names)), 2.1 * nrows),
                                  squeeze=False)
         for ax, name in zip(axes.ravel(), names):
+            drawn = []
             for i, m in enumerate(models):
                 if name in m:
                     s = np.asarray(m[name], dtype=np.float64)
                     s = s / s.max() if normalize and s.max() > 0 else s
-                    ax.semilogy(np.arange(1, len(s) + 1), np.maximum(s, 1e-30), marker=".", ms=3, lw=1,
-                                label=labels[i] if labels else None, color=f"C{i}")
+                    idx, v = _log_points(s)
+                    drawn.append(v)
+                    ax.semilogy(idx, v, marker=".", ms=3, lw=1, label=labels[i] if labels else None, color=f"C{i}")
+            _fit_log_axis(ax, drawn)
             ax.set_title(name, fontsize=8)
             ax.yaxis.set_minor_locator(NullLocator())  # log minor ticks dominate the drawing time
             ax.yaxis.set_major_locator(LogLocator(numticks=5))
@@ -272,13 +293,16 @@ def plot_covariance_eigs(spectra: Sequence[tuple[str, np.ndarray]],
     with style():
         fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.0), squeeze=False)
         ax = axes[0][0]
+        drawn = []
         for i, (label, e) in enumerate(spectra):
-            e = np.asarray(e, dtype=np.float64)
-            ax.semilogy(np.arange(1, len(e) + 1), np.maximum(e, 1e-30), marker=".", ms=3, lw=1, label=label,
-                        color=f"C{i}")
+            idx, v = _log_points(e)
+            drawn.append(v)
+            ax.semilogy(idx, v, marker=".", ms=3, lw=1, label=label, color=f"C{i}")
+        _fit_log_axis(ax, drawn)
         ax.set_xlabel("index")
         ax.set_ylabel("eigenvalue")
-        ax.set_title("(a) embedding covariance eigenvalues", fontsize=9)
+        ax.set_title(f"(a) embedding covariance eigenvalues\n(those < {NUMERICAL_ZERO:g} × largest: numerical zeros, "
+                     "not drawn)", fontsize=8)
         ax.legend(fontsize=7)
         for ax, (label, steps, eigs) in zip(axes[0][1:], evolutions):
             eigs = np.asarray(eigs, dtype=np.float64)
