@@ -1,6 +1,10 @@
 """The HTML building blocks of a report: escaping, tables, embedded figures (PNG as ``data:`` URIs, their
 data as CSV downloads), the provenance block, a run section's head and a sweep page's head and table.
-Everything is inline (CSS, the small script that sorts tables), so a report opens offline from disk."""
+Everything is inline (CSS, the small script that sorts tables), so a report opens offline from disk.
+
+Size: figures are saved at :data:`DPI` and stored as palette PNGs of :data:`COLORS` colours (about a
+quarter of the RGBA file, no visible change on plots); numbers in the embedded CSVs keep
+:data:`CSV_DIGITS` significant digits (``anchorlab figure`` writes them in full)."""
 
 from __future__ import annotations
 
@@ -19,9 +23,13 @@ import numpy as np
 
 import anchorlab
 from anchorlab import rundir
-from anchorlab.figures import draw
+from anchorlab.figures import draw, model_label
 from anchorlab.plotting.style import plt
-from anchorlab.sweep import write_csv
+from anchorlab.sweep import run_dirs, write_csv
+
+DPI = 90  # report figures; the figure recipes' own files keep matplotlib's figure dpi
+COLORS = 128  # palette size of an embedded PNG
+CSV_DIGITS = 6
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em auto;max-width:1300px;
@@ -107,6 +115,61 @@ def data_uri(data: bytes, mime: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
+def small_png(png: bytes) -> bytes:
+    """The same picture as a palette PNG (:data:`COLORS` colours): a quarter of the bytes for line plots and
+    heatmaps. Falls back to ``png`` when Pillow cannot read it."""
+    import io
+
+    try:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(png)) as im:
+            q = im.convert("RGB").quantize(colors=COLORS, method=Image.Quantize.FASTOCTREE)
+        buf = io.BytesIO()
+        q.save(buf, format="PNG", optimize=True)
+        return buf.getvalue() if buf.tell() < len(png) else png
+    except (ImportError, OSError, ValueError):
+        return png
+
+
+def short_csv(data: bytes) -> bytes:
+    """A CSV with its floats cut to :data:`CSV_DIGITS` significant digits (what a report's download needs)."""
+    import csv
+    import io
+
+    def cut(v: str) -> str:
+        if not v or not any(c in v for c in ".eE") or not v.lstrip("-")[:1].isdigit():
+            return v
+        try:
+            return f"{float(v):.{CSV_DIGITS}g}"
+        except ValueError:
+            return v
+
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8"))))
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows([rows[0], *([cut(v) for v in r] for r in rows[1:])] if rows else [])
+    return buf.getvalue().encode("utf-8")
+
+
+def one_sentence(e: BaseException, name: str = "") -> str:
+    """An error as the report shows it: one line, without the ``figure NAME:`` prefix and with run
+    directories shortened to their names."""
+    import re
+
+    text = " ".join(str(e).split())
+    if name and text.startswith(f"figure {name}: "):
+        text = text[len(f"figure {name}: "):]
+    text = re.sub(r"(?:/[^\s/:;,']+)+/([^\s/:;,']+)", r"\1", text)  # /a/b/run -> run
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
+def models_of(sources: Sequence[Path]) -> str:
+    """The models of the runs of ``sources`` (run or sweep directories), as captions name them."""
+    labels = [model_label(rundir.read_config(d), short=False) for d in run_dirs(sources)
+              if (d / rundir.CONFIG).is_file()]
+    return ", ".join(dict.fromkeys(labels))
+
+
 def img(png: bytes, alt: str, caption: str = "", csv: bytes | None = None, csv_name: str = "data.csv") -> str:
     link = f' <a download="{esc(csv_name)}" href="{data_uri(csv, "text/csv")}">data (CSV)</a>' if csv else ""
     return (f'<figure><img alt="{esc(alt)}" src="{data_uri(png, "image/png")}">'
@@ -117,27 +180,29 @@ def fig_png(fig: Any) -> bytes:
     import io
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", dpi=DPI)
     plt.close(fig)
-    return buf.getvalue()
+    return small_png(buf.getvalue())
 
 
 def csv_bytes(rows: list[dict[str, Any]]) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         write_csv(rows, Path(tmp) / "t.csv")
-        return (Path(tmp) / "t.csv").read_bytes()
+        return short_csv((Path(tmp) / "t.csv").read_bytes())
 
 
 def drawn(name: str, sources: list[Path], caption: str, **options: Any) -> str:
-    """Draw a registered figure into a scratch directory and embed its PNG and CSV."""
-    with tempfile.TemporaryDirectory() as tmp:
+    """Draw a registered figure into a scratch directory and embed its PNG and CSV; the caption names the
+    models of the runs it shows."""
+    with tempfile.TemporaryDirectory() as tmp, plt.rc_context({"savefig.dpi": DPI}):
         try:
             png = draw(name, sources, tmp, **options)
         finally:
             plt.close("all")  # recipes of other modules may leave their figure open
         csv = png.with_suffix(".csv")
-        return img(png.read_bytes(), name, f"{name}: {caption}", csv.read_bytes() if csv.exists() else None,
-                    f"{name}.csv")
+        models = models_of(sources)
+        return img(small_png(png.read_bytes()), name, f"{name}" + (f" ({models})" if models else "") + f": {caption}",
+                   short_csv(csv.read_bytes()) if csv.exists() else None, f"{name}.csv")
 
 
 def git_commit() -> str:

@@ -94,7 +94,7 @@ def _run_section(run_dir: Path, level: int = 3, anchor: str = "", figures: bool 
     return "\n".join(parts)
 
 
-def sweep_page(sweep_dir: Path, max_run_figures: int, anchor: str = "") -> tuple[str, str]:
+def sweep_page(sweep_dir: Path, max_run_figures: int | None = None, anchor: str = "") -> tuple[str, str]:
     """A real-language sweep: provenance, the collected table, the figures over all its runs, then each run
     (curves and final metrics; the figures already show every run, so ``max_run_figures`` is not used)."""
     manifest = rundir.read_json(sweep_dir / MANIFEST)

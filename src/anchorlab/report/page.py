@@ -1,7 +1,9 @@
 """One self-contained HTML report of run and sweep directories: ``write_report(sources, out)``.
 
 Each source is a section, drawn by its run kind (:mod:`anchorlab.kinds`: :mod:`.anchor` or :mod:`.lm`) from
-the building blocks of :mod:`.html`. Everything is embedded (figures as base64 ``data:`` URIs, figure data as
+the building blocks of :mod:`.html`. When the sources hold composite-task (P1) runs at two or more γ, the page
+opens with P1's γ comparison (``p1-gamma``: inferential and symmetric accuracy on the held-out pair per γ,
+one dot per seed). Everything is embedded (figures as base64 ``data:`` URIs, figure data as
 CSV downloads, inline CSS and a small script that sorts the sweep table), so the file opens offline from disk.
 """
 
@@ -12,16 +14,32 @@ from pathlib import Path
 
 from anchorlab import kinds, rundir
 from anchorlab.config import ConfigError
-from anchorlab.report.html import CSS, SORT_JS, esc
-from anchorlab.sweep import MANIFEST
+from anchorlab.figures import FIGURES
+from anchorlab.report.html import CSS, SORT_JS, drawn, esc
+from anchorlab.sweep import MANIFEST, run_dirs
+
+
+def gamma_section(sources: Sequence[Path]) -> str:
+    """P1's γ comparison over every composite-task run of ``sources`` with an evaluation, or "" when they
+    hold fewer than two γ values."""
+    from anchorlab.figures.phase import gamma_rows
+
+    runs = [d for d in run_dirs(sources) if (d / rundir.CONFIG).is_file()]
+    rows = gamma_rows(runs)
+    if len({r["gamma"] for r in rows}) < 2:
+        return ""
+    used = {r["run_id"] for r in rows}
+    return ('<h2 id="gamma">P1: inferential or symmetric, per γ</h2>'
+            + drawn("p1-gamma", [d for d in runs if d.name in used], FIGURES["p1-gamma"].help))
 
 
 def write_report(source: str | Path | Sequence[str | Path], out: str | Path | None = None,
-                 max_run_figures: int = 12) -> Path:
+                 max_run_figures: int | None = None) -> Path:
     """Write the HTML report of run directories (with ``config.json``) and/or sweep directories (with
     ``sweep.json``), one section each, to ``out`` (default ``<first source>/report.html``); returns its path.
-    In a sweep the P1/P2 figures are drawn for ``max_run_figures`` runs with a checkpoint, those of the
-    first seed first (every run gets its curves and tables)."""
+    In a sweep the P1/P2 figures are drawn for ``max_run_figures`` runs with a checkpoint (default: one per
+    grid point, at most 12), those of the first seed first (every run gets its tables; its curves are in the
+    sweep's figure of all runs)."""
     sources = [Path(source)] if isinstance(source, (str, Path)) else [Path(s) for s in source]
     if not sources:
         raise ConfigError("source: give at least one run or sweep directory")
@@ -42,7 +60,7 @@ def write_report(source: str | Path | Sequence[str | Path], out: str | Path | No
     title = titles[0] if len(sources) == 1 else "anchorlab report: " + ", ".join(t.split(" ", 1)[1] for t in titles)
     header = f"<h1>{esc(title)}</h1>" if len(sources) == 1 else \
         "<nav>" + "".join(f'<a href="#src-{i}">{esc(t)}</a>' for i, t in enumerate(titles)) + "</nav>"
-    body = "\n".join(f'<section id="src-{i}">{b}</section>' for i, b in enumerate(bodies))
+    body = "\n".join([gamma_section(sources), *(f'<section id="src-{i}">{b}</section>' for i, b in enumerate(bodies))])
     out = Path(out) if out is not None else sources[0] / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
     page = (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(title)}</title>"

@@ -75,7 +75,7 @@ def run_page(run_dir: Path, anchor: str = "") -> str:
     return provenance_block([run_dir], anchor) + _run_section(run_dir, level=2, anchor=anchor)
 
 
-def sweep_page(sweep_dir: Path, max_run_figures: int, anchor: str = "") -> tuple[str, str]:
+def sweep_page(sweep_dir: Path, max_run_figures: int | None = None, anchor: str = "") -> tuple[str, str]:
     manifest = rundir.read_json(sweep_dir / MANIFEST)
     rows = collect(sweep_dir)
     existing = [sweep_dir / r["run_id"] for r in rows if (sweep_dir / r["run_id"] / rundir.CONFIG).is_file()]
