@@ -1,4 +1,4 @@
-"""Batched K-model training gives each run what it would get alone (SPEC issue 5, item 3)."""
+"""Batched K-model training gives each run what it would get alone (issue 5, item 3)."""
 
 import pytest
 import torch

@@ -50,7 +50,7 @@ def test_gpt2_true_fan_in_per_weight_and_conv1d_uses_input_width():
     table = {r.name: r for r in rows}
     d, f = 32, 128
     expected_fan_in = {
-        "transformer.wte.weight": d,  # SPEC §I.4: embeddings use size(1) = d_model, not the vocabulary
+        "transformer.wte.weight": d,  # P1 App. A (authors' code): embeddings use size(1) = d_model, not the vocabulary
         "transformer.wpe.weight": d,
         "transformer.h.0.attn.c_attn.weight": d,  # Conv1D [in=32, out=96]: n_embd, not 3·n_embd
         "transformer.h.0.attn.c_proj.weight": d,

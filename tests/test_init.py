@@ -7,7 +7,7 @@ from anchorlab.config import InitConfig, RunConfig
 from anchorlab.init import apply_init, fan_in, init_table
 from anchorlab.models import build_model
 
-# SPEC §I.4, paper config (d_model 400, d_head 200, d_mlp 1200): parameter -> d_in
+# P1 App. A (authors' code), paper config (d_model 400, d_head 200, d_mlp 1200): parameter -> d_in
 PAPER_D_IN = {
     "embed.W_E": 400, "pos_embed.W_pos": 400,
     "blocks.0.attn.W_Q": 400, "blocks.0.attn.W_K": 400, "blocks.0.attn.W_V": 400, "blocks.0.attn.W_O": 200,
@@ -22,7 +22,7 @@ def test_paper_table_is_pinned():
         assert rows[name][1] == f"N(0, {d_in ** -0.8:.6g})", name
     assert rows["unembed.b_U"] == ("unembed_bias", f"U(+-{1 / math.sqrt(400):.6g})")
     assert rows["blocks.1.ln2.w"][1] == "1" and rows["blocks.1.ln2.b"][1] == "0"
-    # SPEC's useful values
+    # std values at the paper sizes
     assert abs(400 ** -0.8 - 0.0083) < 1e-4 and abs(1200 ** -0.8 - 0.0034) < 1e-4 and abs(200 ** -0.8 - 0.0144) < 1e-4
 
 

@@ -11,13 +11,13 @@ module                     weight storage  ``convention="fan_in"``          ``co
 HF GPT-2 ``Conv1D``        [in, out]       in = shape[0]                    shape[1] (= **out**, their quirk)
 ``nn.MultiheadAttention``  [3E, E]         E = shape[1] (``*proj_weight``)  same as ``fan_in``
 ``nn.Conv{1,2,3}d``        [out, in/g, k]  in/g · prod(k)                   same as ``fan_in``
-``nn.Embedding``           [V, D]          D (SPEC §I.4: ``size(1)``)       N(0, initializer_range = 0.02)
+``nn.Embedding``           [V, D]          D (authors: ``size(1)``)         N(0, initializer_range = 0.02)
 biases, norm weights       1-D             untouched                        untouched
 =========================  ==============  ===============================  ==================================
 
-The embedding row follows the paper's d_in table (SPEC §I.4, pitfall 4): the authors' code gives
-``nn.Embedding`` weights ``weight.size(1)`` = d_model, not the vocabulary size. ``"authors_gpt2"`` is what
-the authors' HF GPT-2 script does (SPEC pitfall 8): ``std = 1 / weight.size(1)^γ`` for every Linear/Conv1D,
+The embedding row follows the paper's d_in table (P1 App. A, as the authors' code computes it): their code
+gives ``nn.Embedding`` weights ``weight.size(1)`` = d_model, not the vocabulary size. ``"authors_gpt2"`` is what
+the authors' public HF GPT-2 script (P1 Fig. 7) does: ``std = 1 / weight.size(1)^γ`` for every Linear/Conv1D,
 which for GPT-2's Conv1D is the *output* width (e.g. 3·n_embd for ``c_attn``), and embeddings keep
 GPT-2's 0.02. ``"authors_gpt2_last_token"`` adds their "last_token" variant: every ``c_proj.weight``
 re-drawn with std 0.02/sqrt(2·n_layer).

@@ -16,7 +16,7 @@ unembed (W_U)           [D, V]               D                   D
 ======================  ===================  ==================  ===============
 
 The Emb-MLP (:mod:`anchorlab.models.emb_mlp`) has ``W_U [F, V]``, so its d_in is F (= d_mlp).
-"paper" is the authors' code (SPEC §I.4: ``nn.Embedding`` weights use ``weight.size(1)`` = d_model).
+"paper" is P1 App. A as the authors' code computes it (``nn.Embedding`` weights use ``weight.size(1)`` = d_model).
 Not γ-scaled, in both conventions: the output bias ``b_U`` ~ U(±1/sqrt(D)) (PyTorch's Linear default)
 and LayerNorm (w = 1, b = 0).
 """

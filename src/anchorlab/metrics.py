@@ -39,7 +39,7 @@ def _mean(x: np.ndarray) -> float:
 
 
 def composite_metrics(data: TaskData, task_cfg: Any, pred: np.ndarray, loss: np.ndarray) -> dict[str, Any]:
-    """P1 metrics (SPEC §I.6) from per-row predictions and losses.
+    """P1 metrics (P1 §4 and App. C) from per-row predictions and losses.
 
     Seen pairs: accuracy with train-type keys (``seen_train_acc``) and test-type keys (``seen_test_acc``).
     Probe pair (default (4,3), held out): inferential accuracy (prediction = key + shift(a1) + shift(a2))
@@ -73,7 +73,7 @@ def composite_metrics(data: TaskData, task_cfg: Any, pred: np.ndarray, loss: np.
 
 
 def mem_rsn_metrics(data: TaskData, task_cfg: Any, pred: np.ndarray, loss: np.ndarray) -> dict[str, Any]:
-    """P2 metrics (SPEC §II.6 F2/F3): loss and accuracy on D_mem (``mem_``), D_rsn,train (``rsn_train_``),
+    """P2 metrics (P2 Fig. 3A/B): loss and accuracy on D_mem (``mem_``), D_rsn,train (``rsn_train_``),
     D_rsn,test (``rsn_test_``) and, if generated, the mixed tuples (``mixed_``); ``train_loss`` over the
     training rows; ``group_acc`` per group; with ``mem_label_ranges``, per label-range group g
     ``mem_g{g}_acc`` and ``mem_g{g}_in_range`` (the fraction of predictions inside the group's range)."""

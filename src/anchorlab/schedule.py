@@ -1,6 +1,6 @@
 """Per-step learning rates: the anchor tasks' (:func:`lr_at`) and the real-language runs' (:func:`lm_lr_at`).
 
-Anchor tasks (SPEC §I.5): linear warm-up lr -> lr*m, then cosine back to lr_min.
+Anchor tasks (P1 App. A): linear warm-up lr -> lr*m, then cosine back to lr_min.
 
 Closed form of the authors' ``GradualWarmupScheduler(multiplier=m, total_epoch=T_w)`` wrapping
 ``CosineAnnealingLR(T_max, eta_min)``, both stepped once per optimizer step::

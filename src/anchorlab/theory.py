@@ -1,4 +1,4 @@
-"""P2 theory in numpy (SPEC §II.5): label distributions P^s (Prop. 1, eq. 6-8), their centred cosine
+"""P2 theory in numpy (P2 §4): label distributions P^s (Prop. 1, eq. 6-8), their centred cosine
 matrix, the constructed embeddings of eq. (14), and a theory-vs-trained cosine comparison.
 
 Small-init picture: an anchor's embedding drifts along (P^s - 1/d_vob) W_U^T W_in^T, so two anchors'
@@ -9,7 +9,7 @@ differentiate with |s_i - s_j|.
 Counting convention (``count``): ``"token"`` weights a row by how many times the anchor occurs in it
 (the Emb-MLP gradient sums over tokens, and it gives eq. (8): the other anchors uniform on A_rsn);
 ``"once"`` counts a row once if it contains the anchor (Prop. 1's "samples containing s"). They differ
-only through tuples that repeat an anchor, e.g. (12, 12). The SPEC §II.5 check values are "token".
+only through tuples that repeat an anchor, e.g. (12, 12). The check values pinned by the tests are "token".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""P1 mechanism analyses (SPEC §I.7 E3-E10): pure functions on weights and activations, plus a run loader.
+"""P1 mechanism analyses (P1 Fig. 3-5, 10-13, 15-16): pure functions on weights and activations, plus a run loader.
 
 Modules: :mod:`.attention` (E3 information flow), :mod:`.embeddings` (E4/E5/E6/E8 vectors, PCA, cosines),
 :mod:`.condensation` (E7 W_Q neuron grouping), :mod:`.spectra` (E9 covariance eigenvalues, E10 singular

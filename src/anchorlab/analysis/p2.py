@@ -1,4 +1,4 @@
-"""P2 analyses (SPEC §II.5-II.6, F4-F8): anchor-embedding geometry against the label-distribution theory,
+"""P2 analyses (P2 §4-5, Fig. 4-8): anchor-embedding geometry against the label-distribution theory,
 the first attention layer as an averaging operator, and the W^V alignment. Pure functions on weights
 and activations (numpy out), plus :func:`first_layer_pattern`, which runs the model once.
 

@@ -1,4 +1,4 @@
-"""Scalar mechanism indicators of one model, for adding to run metrics (SPEC E7, E9, E10)."""
+"""Scalar mechanism indicators of one model, for adding to run metrics (P1 Fig. 5, 12, 13)."""
 
 from __future__ import annotations
 

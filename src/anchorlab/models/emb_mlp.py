@@ -1,4 +1,4 @@
-"""Emb-MLP of P2 (Definition 1, SPEC §II.2b): G(X) = σ(Σ_{s∈X} W_E[s] W_in) W_U, no biases.
+"""Emb-MLP of P2 (Definition 1): G(X) = σ(Σ_{s∈X} W_E[s] W_in) W_U, no biases.
 
 Shapes: B batch, P input tokens (the bag (z, a_1, .., a_q)), D = d_model, F = d_mlp, V = d_vocab.
 ``W_E [V, D]``, ``W_in [D, F]``, ``W_U [F, V]``. The input is the *sum* of the token embeddings, so

@@ -1,4 +1,4 @@
-"""Decoder-only Transformer of P1 (SPEC §I.3) with TransformerLens parameter names and hook points.
+"""Decoder-only Transformer of P1 (P1 eq. 3-6, App. A) with TransformerLens parameter names and hook points.
 
 Shapes: B batch, P positions, D = d_model, H = n_heads, K = d_head, F = d_mlp, V = d_vocab.
 Parameters are stored input-first (x @ W), as in TransformerLens:

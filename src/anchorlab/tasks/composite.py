@@ -1,4 +1,4 @@
-"""P1 composite anchor task (SPEC §I.1-I.2): key + two consecutive anchors -> key + shift(a1) + shift(a2).
+"""P1 composite anchor task (P1 §3 and App. B): key + two consecutive anchors -> key + shift(a1) + shift(a2).
 
 Worked example (paper defaults, shifts 1:+5, 2:+1, 3:-2, 4:-8)::
 

@@ -1,4 +1,4 @@
-"""P2 memory/reasoning anchor task (SPEC §II.1): one dataset mixing a memory and a reasoning mapping.
+"""P2 memory/reasoning anchor task (P2 §3.1): one dataset mixing a memory and a reasoning mapping.
 
 Worked example (paper defaults: Z = 21..120, A_mem = 1..10, A_rsn = 11..20, q = 2, L = 9)::
 
@@ -12,7 +12,7 @@ Every other token is noise, iid uniform on Z. The memory label depends only on (
 the noise or the key position. Each ordered anchor tuple (the 100 memory pairs and the 100 reasoning
 pairs) gets ``data_size / n_combinations`` rows (1,000 at 200k), the masked tuples included [INF];
 the key position p is uniform on 0..L-q-1 (0-indexed) [INF]. With ``seq_len = q + 1`` the key is always
-at position 0 and there is no noise (the Emb-MLP task, SPEC §II.2b).
+at position 0 and there is no noise (the Emb-MLP task, P2 Definition 1).
 
 Fig. 8 variants: ``mem_label = "key_window"`` draws a memory label from U{z - sum(a)..z + sum(a)}
 (F_mem,2) instead of U(Z); ``mem_label_ranges`` gives blocks of first anchors their own label range
