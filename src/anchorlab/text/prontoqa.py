@@ -1,6 +1,7 @@
 """PrOntoQA (Saparov & He, ICLR 2023, v1): seeded generator of chain-of-thought ModusPonens questions.
 
-Clean-room implementation from the facts in ``shared/PRONTOQA.md`` (no reference code). One example:
+Clean-room implementation from the facts published with PrOntoQA (arXiv 2210.01240 and the v1 data format of
+github.com/asaparov/prontoqa), no reference code. One example:
 
 1. Ontology: a linear chain of fictional concepts, leaf ⊂ … ⊂ root (e.g. jompus ⊂ vumpus). Every concept
    but the root carries one property from its own property family, negated with probability 1/3.
