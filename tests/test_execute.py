@@ -35,13 +35,13 @@ def assert_same_numbers(results, reference):
 @pytest.mark.parametrize("backend", ["local", "process"])
 def test_2x2_sweep_equals_plain_training_and_reports_failures(tmp_path, backend, capsys):
     jobs, reference = grid_2x2(tmp_path)
-    bad = tiny_config(**{"train.batch_size": 100_000})  # more than the training rows: this run fails
-    results = run_all([*jobs[:2], (bad, tmp_path / "bad"), *jobs[2:]], workers=2, backend=backend,
+    (tmp_path / "bad").write_text("")  # a file where the run directory should be: this run fails
+    results = run_all([*jobs[:2], (tiny_config(), tmp_path / "bad"), *jobs[2:]], workers=2, backend=backend,
                       show_progress=False)
     assert [r.run_dir for r in results] == [d for _, d in jobs[:2]] + [tmp_path / "bad"] + [d for _, d in jobs[2:]]
-    assert "batch_size" in results[2].error  # the failure is reported and the others go on
+    assert "is a file" in results[2].error  # the failure is reported and the others go on
     out = capsys.readouterr().out
-    assert f"run failed: {tmp_path / 'bad'}" in out and "batch_size" in out
+    assert f"run failed: {tmp_path / 'bad'}: --out: {tmp_path / 'bad'} is a file" in out
     assert_same_numbers(results[:2] + results[3:], reference)
 
 

@@ -26,6 +26,7 @@ How it stays exact (per model, the same computation as alone, up to float summat
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from collections.abc import Callable
@@ -213,17 +214,26 @@ def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress
         raise ValueError("train_batched: run directories must be distinct")
     summaries: dict[int, dict[str, Any]] = {}
     pending: dict[int, list[int]] = {}  # start epoch -> run indices
-    for k, (cfg, d) in enumerate(zip(cfgs, dirs)):
-        status = rundir.open_run(d, cfg)
-        if status == "done":
-            summaries[k] = rundir.read_json(d / rundir.SUMMARY)
-        else:
-            pending.setdefault(_resume_epoch(d) if status == "resume" else 0, []).append(k)
-    if pending:
-        data = data if data is not None else make_task_data(cfgs[0].task, cfgs[0].seeds.data_seed)
-    for group in pending.values():
-        out = _train_group([cfgs[k] for k in group], [dirs[k] for k in group], data, group, progress, show_progress)
-        summaries.update(zip(group, out))
+    with contextlib.ExitStack() as locks:
+        for d in dirs:
+            locks.enter_context(rundir.writer_lock(d))  # one writer per run directory
+        for k, (cfg, d) in enumerate(zip(cfgs, dirs)):
+            status = rundir.open_run(d, cfg)
+            if status == "done":
+                summaries[k] = rundir.read_json(d / rundir.SUMMARY)
+            else:
+                rundir.start_writing(d, status)
+                pending.setdefault(_resume_epoch(d) if status == "resume" else 0, []).append(k)
+        if pending:
+            data = data if data is not None else make_task_data(cfgs[0].task, cfgs[0].seeds.data_seed)
+        diverged = []
+        for group in pending.values():
+            out, failed = _train_group([cfgs[k] for k in group], [dirs[k] for k in group], data, group, progress,
+                                       show_progress)
+            summaries.update((k, s) for k, s in zip(group, out) if s is not None)
+            diverged += failed
+        if diverged:  # the others finished; each diverged run is marked FAILED in its directory
+            raise rundir.Diverged("; ".join(diverged))
     return [summaries[k] for k in range(len(cfgs))]
 
 
@@ -238,7 +248,10 @@ def _resume_epoch(run_dir: Path) -> int:
 
 
 def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index: list[int],
-                 progress: BatchedProgressFn | None, show_progress: bool) -> list[dict[str, Any]]:
+                 progress: BatchedProgressFn | None,
+                 show_progress: bool) -> tuple[list[dict[str, Any] | None], list[str]]:
+    """Train one group together; returns the summaries (None for a run that diverged) and the messages of the runs that
+    diverged (stopped at their first non-finite epoch loss, their last finite resume point kept)."""
     tc0 = cfgs[0].train
     K = len(cfgs)
     device = resolve_device(tc0.device)
@@ -281,6 +294,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
     s.step.fill_(step)
     active_K = torch.ones(K, dtype=torch.float64, device=device)  # 0 once a run has stopped early
     stopped = [False] * K
+    failed: list[str] = []
 
     bar = None
     if progress is None and show_progress:
@@ -305,6 +319,13 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
             if stopped[k]:
                 continue
             tc = cfg.train
+            try:
+                rundir.check_finite_loss(d, step, epoch_loss[k])
+            except rundir.Diverged as e:  # this run stops; its rows no longer move, the others go on
+                failed.append(str(e))
+                stopped[k] = True
+                active_K[k] = 0.0
+                continue
             rundir.append_metrics(d, {"epoch": epoch, "step": step, "train_loss": epoch_loss[k]}, rundir.EPOCHS)
             stop = tc.early_stop_loss > 0 and epoch_loss[k] < tc.early_stop_loss
             final = epoch == tc.epochs or stop
@@ -329,7 +350,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
             break
     if bar is not None:
         bar.close()
-    return [rundir.read_json(d / rundir.SUMMARY) for d in dirs]
+    return [rundir.read_json(d / rundir.SUMMARY) if rundir.is_done(d) else None for d in dirs], failed
 
 
 def _eval_record(cfg: RunConfig, run_dir: Path, model: nn.Module, data: TaskData, all_x: Tensor, all_y: Tensor,

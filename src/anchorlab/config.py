@@ -8,6 +8,7 @@ the dotted field and what is allowed; the CLI turns it into one line and exit st
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,8 @@ from anchorlab.config_tools import (
     ConfigError,
     build,
     check,
+    check_seeds,
+    identity_of,
     merge,
     parse_override,
     parse_toml_file,
@@ -24,6 +27,7 @@ from anchorlab.config_tools import (
     run_id_of,
     set_dotted,
     to_plain,
+    valid_device,
 )
 
 # The helpers re-exported here are the ones callers have always imported from anchorlab.config.
@@ -90,6 +94,16 @@ class CompositeTaskConfig:
         check(lo >= 0 and hi < self.vocab_size, "task.vocab_size",
                f"an integer > {hi} so that every label ({lo}..{hi}) is a token")
 
+    def n_train_rows(self) -> int | None:
+        """Training rows the generator makes (the train-key groups of every pair not held out); None with a
+        reference file (its data decide)."""
+        if self.reference:
+            return None
+        n_pairs = len(self.anchors) ** 2
+        per_group = math.ceil(self.data_size * self.train_key_weight
+                              / (n_pairs * (self.test_key_weight + self.train_key_weight)))
+        return per_group * (n_pairs - len({tuple(p) for p in self.held_out}))
+
     def _pair_shifts(self) -> list[int]:
         d = dict(zip(self.anchors, self.shifts))
         special = {(t[0], t[1]): t[2] for t in self.non_inferential}
@@ -149,6 +163,10 @@ class MemRsnTaskConfig:
         hi = max(self.key_max + self.q * max(rsn, default=0), self.key_max, max(mem | rsn),
                  self.key_max + self.q * max(mem) if self.mem_label == "key_window" else 0)
         check(hi < self.vocab_size, "task.vocab_size", f"an integer > {hi} so that every token and label is a token")
+
+    def n_train_rows(self) -> int | None:
+        """Training rows the generator makes: equal rows per anchor tuple, the masked tuples left out."""
+        return self.data_size // self.n_combinations * (self.n_combinations - len({tuple(t) for t in self.masked}))
 
     @property
     def n_combinations(self) -> int:
@@ -237,8 +255,9 @@ class TrainConfig:
     def validate(self) -> None:
         for f in ("epochs", "batch_size", "eval_every", "eval_batch_size", "checkpoint_every", "resume_every"):
             check(getattr(self, f) > 0, f"train.{f}", "a positive integer")
-        for f in ("lr", "lr_min"):
+        for f in ("lr", "lr_min", "eps"):
             check(getattr(self, f) > 0, f"train.{f}", "a positive float")
+        check(self.early_stop_loss >= 0, "train.early_stop_loss", "a float >= 0 (0 = never stop early)")
         check(self.lr_multiplier >= 1, "train.lr_multiplier", "a float >= 1 (peak = lr * lr_multiplier)")
         check(self.warmup_epochs >= 0 and self.cosine_epochs > 0, "train.cosine_epochs",
                "warmup_epochs >= 0 and cosine_epochs > 0")
@@ -246,8 +265,8 @@ class TrainConfig:
         check(0 <= self.beta1 < 1 and 0 <= self.beta2 < 1, "train.beta1", "betas in [0, 1)")
         check(self.grad_clip >= 0, "train.grad_clip", "a float >= 0 (0 disables clipping)")
         check(self.threads >= 0, "train.threads", "an integer >= 0 (0 = all cores)")
-        check(self.device == "auto" or self.device.split(":")[0] in ("cpu", "cuda", "mps"), "train.device",
-               "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
+        check(valid_device(self.device, auto=True), "train.device",
+               f"'auto', 'cpu', 'cuda', 'cuda:N' or 'mps' (got {self.device!r})")
 
 
 @dataclass(frozen=True)
@@ -257,6 +276,9 @@ class SeedConfig:
     data_seed: int = 1
     init_seed: int = 1
     train_seed: int = 1
+
+    def validate(self) -> None:
+        check_seeds(self)
 
 
 @dataclass(frozen=True)
@@ -269,9 +291,18 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     seeds: SeedConfig = field(default_factory=SeedConfig)
 
-    def validate(self) -> RunConfig:
-        for part in (self.task, self.model, self.init, self.train):
+    def validate(self, training: bool = True) -> RunConfig:
+        """Check every field; ``training`` False leaves out what matters only to training (the batch size
+        against the task's rows: ``anchorlab data`` generates the data of any config)."""
+        for part in (self.task, self.model, self.init, self.train, self.seeds):
             part.validate()
+        n_train = self.task.n_train_rows()
+        if training and self.train.drop_last and n_train is not None:
+            check(self.train.batch_size <= n_train, "train.batch_size",
+                  f"at most the {n_train} training rows of the task (with train.drop_last a larger batch never runs)")
+        if self.model.name == "gpt":
+            check(self.model.n_ctx >= self.task.seq_len, "model.n_ctx",
+                  f"an integer >= task.seq_len = {self.task.seq_len} (one position per token)")
         if self.model.name == "emb_mlp":  # the Emb-MLP reads a bag (z, a_1..a_q): p = 1, L = q + 1
             q = getattr(self.task, "q", 2)
             check(self.task.seq_len == q + 1, "task.seq_len",
@@ -282,8 +313,9 @@ class RunConfig:
         return to_plain(dataclasses.asdict(self))
 
     def run_id(self) -> str:
-        """Stable short hash of the fully resolved config (names run directories)."""
-        return run_id_of(self.to_dict())
+        """Stable short hash of the fully resolved config (names run directories); execution fields
+        (``train.threads``) are hashed at their defaults: they cannot change the numbers."""
+        return run_id_of(identity_of(self))
 
     def replace(self, **dotted: Any) -> RunConfig:
         """A copy with dotted overrides applied, e.g. ``cfg.replace(**{"init.gamma": 0.8})``."""
@@ -297,7 +329,7 @@ class RunConfig:
 # Loading
 
 
-def from_dict(d: dict[str, Any]) -> RunConfig:
+def from_dict(d: dict[str, Any], training: bool = True) -> RunConfig:
     """Build and validate a RunConfig from nested plain data (as in config.json or TOML)."""
     d = dict(d)
     unknown = sorted(set(d) - {f.name for f in dataclasses.fields(RunConfig)})
@@ -316,7 +348,7 @@ def from_dict(d: dict[str, Any]) -> RunConfig:
                 raise ConfigError(f"{sec}: expected a table")
             tp = typing.get_type_hints(RunConfig)[sec]
             kw[sec] = build(tp, d[sec], f"{sec}.")
-    return RunConfig(**kw).validate()
+    return RunConfig(**kw).validate(training)
 
 
 def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
@@ -328,8 +360,9 @@ def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
     return merge(d, data)
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
-    """Defaults <- TOML file <- dotted overrides; validated."""
+def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = (),
+                training: bool = True) -> RunConfig:
+    """Defaults <- TOML file <- dotted overrides; validated (``training``: :meth:`RunConfig.validate`)."""
     d = with_defaults(read_toml(path) if path is not None else {})
     for item in overrides:
         key, value = parse_override(item)
@@ -337,4 +370,4 @@ def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str
             d["task"] = {"name": value}
         else:
             set_dotted(d, key, value)
-    return from_dict(d)
+    return from_dict(d, training)

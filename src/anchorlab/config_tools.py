@@ -8,9 +8,12 @@ start from another (``base = "other.toml"``); ``--set key=value`` overrides are 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
+import math
+import re
 import tomllib
 import types
 import typing
@@ -26,6 +29,17 @@ def check(ok: bool, field_name: str, allowed: str) -> None:
     """Raise a :class:`ConfigError` naming ``field_name`` and what is ``allowed`` unless ``ok``."""
     if not ok:
         raise ConfigError(f"{field_name}: allowed values are {allowed}")
+
+
+def valid_device(name: str, auto: bool = False) -> bool:
+    """Whether ``name`` is a device torch can parse: cpu, cuda, cuda:N, mps (and "auto" where allowed)."""
+    return (auto and name == "auto") or re.fullmatch(r"cpu|mps|cuda(:\d+)?", name) is not None
+
+
+def check_seeds(seeds: Any) -> None:
+    """Every seed of a seeds table in [0, 2^32) (numpy's and torch's common range)."""
+    for f in dataclasses.fields(seeds):
+        check(0 <= getattr(seeds, f.name) < 2 ** 32, f"seeds.{f.name}", "an integer in [0, 2^32)")
 
 
 def to_plain(x: Any) -> Any:
@@ -84,6 +98,8 @@ def _coerce(value: Any, tp: Any, name: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{name}: got {value!r}; expected a number")
+        if isinstance(value, float) and not math.isfinite(value):  # no field of any config means anything at nan or inf
+            raise ConfigError(f"{name}: got {value!r}; expected a finite number")
         return float(value)
     if tp is str:
         if not isinstance(value, str):
@@ -139,18 +155,68 @@ def parse_toml_file(path: str | Path, field_name: str = "config") -> dict[str, A
     if not path.is_file():
         raise ConfigError(f"{field_name}: file {str(path)!r} does not exist")
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{field_name}: {path} is not valid TOML ({e})") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{field_name}: {path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise ConfigError(f"{field_name}: cannot read {path} ({e.strerror})") from None
 
 
-def read_toml(path: str | Path) -> dict[str, Any]:
-    """Read a TOML config; a top-level ``base = "other.toml"`` (relative to this file) is merged first."""
+def read_toml(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """Read a TOML config; a top-level ``base = "other.toml"`` (relative to this file) is merged first.
+    A chain of bases that comes back to a file it already read is an error naming the cycle."""
     path = Path(path)
     data = parse_toml_file(path)
     base = data.pop("base", None)
     if base is not None:
-        data = merge(read_toml(path.parent / base), data)
+        if not isinstance(base, str):
+            raise ConfigError(f"base: {path}: expected the path of another TOML file, got {base!r}")
+        chain = (*_chain, path.resolve())
+        target = path.parent / base
+        if target.resolve() in chain:
+            cycle = " -> ".join(str(p) for p in (*chain, target.resolve()))
+            raise ConfigError(f"base: {path}: the chain of base files is a cycle ({cycle})")
+        data = merge(read_toml(target, chain), data)
+    return data
+
+
+# Fields that say how a run is executed, not what it computes: stored in config.json, but neither compared
+# when a run directory is opened again nor hashed into the run id (a config class may name its own in a
+# class constant ``execution_fields``). Threads: a sweep runs each worker with one; the numbers are the same.
+EXECUTION_FIELDS = ("train.threads",)
+
+
+def execution_fields(cls: type) -> tuple[str, ...]:
+    """The dotted execution fields of a config class (:data:`EXECUTION_FIELDS` unless it names its own)."""
+    return tuple(getattr(cls, "execution_fields", EXECUTION_FIELDS))
+
+
+def without_execution(config: dict[str, Any], fields: tuple[str, ...] = EXECUTION_FIELDS) -> dict[str, Any]:
+    """``config`` (plain data) without the execution ``fields``: what decides a run's numbers."""
+    out = copy.deepcopy(config)
+    for f in fields:
+        *path, last = f.split(".")
+        node: Any = out
+        for p in path:
+            node = node.get(p) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(last, None)
+    return out
+
+
+def identity_of(cfg: Any) -> dict[str, Any]:
+    """A config object's plain data with its execution fields at their class defaults: the data its run id
+    hashes. A config at the default threads hashes as it always has, so run ids written before execution
+    fields were set apart are unchanged."""
+    data, default = cfg.to_dict(), type(cfg)().to_dict()
+    for f in execution_fields(type(cfg)):
+        *path, last = f.split(".")
+        node, dnode = data, default
+        for p in path:
+            node, dnode = node[p], dnode[p]
+        node[last] = dnode[last]
     return data
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from anchorlab import rundir
-from anchorlab.execute import run_all
+from anchorlab.execute import check_sweep_options, run_all
 from anchorlab.plotting.figures import outcome_table, plot_unseen_over_training
-from anchorlab.sweep import load_sweep, plan
+from anchorlab.sweep import check_out_dir, load_sweep, plan
 
 DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "configs" / "demo.toml"
 DEFAULT_P2_SPEC = DEFAULT_SPEC.with_name("demo_p2.toml")
@@ -44,9 +44,13 @@ def run_demo(spec_path: str | Path = DEFAULT_SPEC, out_dir: str | Path = "demo_o
     runs) and summarise them; ``p2_spec = None`` leaves the P2 part out; ``report`` writes
     ``out_dir/report.html`` (one self-contained page) with the figures of ``report_figures`` runs per grid."""
     out_dir = Path(out_dir)
+    check_sweep_options(workers=workers)
     spec = load_sweep(spec_path)
+    spec_p2 = load_sweep(p2_spec) if p2_spec is not None else None
+    for d in (out_dir, out_dir / "runs", out_dir / "runs_p2"):  # every input checked before anything is written
+        check_out_dir(d)
     rows = plan(spec, out_dir / "runs")
-    rows_p2 = plan(load_sweep(p2_spec), out_dir / "runs_p2") if p2_spec is not None else []
+    rows_p2 = plan(spec_p2, out_dir / "runs_p2") if spec_p2 is not None else []
     jobs = [(cfg, d) for _, cfg, d in (*rows, *rows_p2)]  # the short P2 runs last: they fill the idle slot
     results = run_all(jobs, workers=workers, show_progress=show_progress)
     failed = [r for r in results if r.error]
@@ -106,6 +110,8 @@ def run_demo(spec_path: str | Path = DEFAULT_SPEC, out_dir: str | Path = "demo_o
     print("wrote " + ", ".join(map(str, written)))
     if report:
         print(f"open {written[-1]} in a browser: configs, curves, tables and the mechanism figures of the runs")
+    for r in failed:  # again at the end, below the tables: the command exits 1
+        print(f"run failed: {r.run_dir}: {r.reason()}", flush=True)
     return summary
 
 

@@ -2,8 +2,9 @@
 (:mod:`anchorlab.backends`): in-process, a pool of 1-thread worker processes, or Ray tasks.
 
 Progress of all runs is one bar over the sweep's epochs (its rate gives the ETA) whose label counts runs
-done / running / failed. Runs whose directory is already DONE are never dispatched; unfinished ones
-resume. A failing run is reported with its error and directory and does not stop the others.
+done / running / failed. Runs whose directory is already DONE (with the same config, execution fields such
+as ``train.threads`` aside) are never dispatched; unfinished ones resume. A failing run does not stop the
+others; at the end each failed run is one line: its directory and why.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ def run_all(jobs: Sequence[tuple[Any, str | Path]], workers: int = 1, show_progr
     todo_jobs: list[Job] = [(c, Path(d)) for c, d in jobs]
     results, todo_idx = split_done(todo_jobs)
     todo = [todo_jobs[i] for i in todo_idx]
+    n_refused = sum(r is not None and r.error is not None for r in results)
+    print(f"{len(todo_jobs)} runs: {len(todo_jobs) - len(todo) - n_refused} done, {len(todo)} to train"
+          + (f", {n_refused} refused" if n_refused else ""), flush=True)
     epochs_before = sum(c.train.epochs for c, _ in todo_jobs) - sum(c.train.epochs for c, _ in todo)
     progress = SweepProgress(todo, len(todo_jobs) - len(todo), epochs_before, show_progress)
     try:
@@ -50,7 +54,7 @@ def run_all(jobs: Sequence[tuple[Any, str | Path]], workers: int = 1, show_progr
         elif backend == "local":
             new = run_in_process(todo, progress)
         elif backend == "process":
-            new = run_pool(todo, workers, progress)
+            new = run_pool(todo, workers, progress, **backend_options)
         else:
             new = ray_backend.run_ray(todo, progress, **backend_options)
     finally:
@@ -59,7 +63,7 @@ def run_all(jobs: Sequence[tuple[Any, str | Path]], workers: int = 1, show_progr
         results[i] = result
     for r in results:
         if r is not None and r.error:
-            print(f"run failed: {r.run_dir}\n{r.error}", flush=True)
+            print(f"run failed: {r.run_dir}: {r.reason()}", flush=True)
     return [r for r in results if r is not None]
 
 
@@ -87,21 +91,47 @@ def _on_cuda(cfg: Any) -> bool:
     return dev.startswith("cuda") or (dev == "auto" and torch.cuda.is_available())
 
 
-def run_sweep(spec: Any, out: str | Path, *, workers: int, backend: str = "process", batch_models: int | None = None,
-              address: str | None = None, gpus_per_run: float = 0.0, max_retries: int = 3) -> str:
-    """``anchorlab sweep``: check the back-end options, write the sweep's manifest (:func:`anchorlab.sweep.plan`),
-    train its runs and return the one-line outcome. ``address``, ``gpus_per_run`` and ``max_retries`` are the
-    Ray back-end's (:func:`anchorlab.backends.ray.options`)."""
-    from anchorlab.sweep import plan
-
+def check_sweep_options(*, workers: int, backend: str = "process", batch_models: int | None = None,
+                        address: str | None = None, gpus_per_run: float = 0.0, max_retries: int | None = None) -> None:
+    """The sweep command's back-end options, checked before anything is written."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"--backend: unknown {backend!r}; allowed: {', '.join(BACKENDS)}")
+    if workers < 1:
+        raise ConfigError(f"--workers: allowed values are integers >= 1, got {workers}")
     if backend != "ray" and (address or gpus_per_run):
         raise ConfigError(f"{'--address' if address else '--gpus-per-run'}: only with --backend ray, "
                           f"got --backend {backend}")
+    if not gpus_per_run >= 0:
+        raise ConfigError(f"--gpus-per-run: allowed values are numbers >= 0, got {gpus_per_run}")
+    if max_retries is not None and max_retries < 0:
+        raise ConfigError(f"--max-retries: allowed values are integers >= 0, got {max_retries}")
+    if max_retries and backend == "local":
+        raise ConfigError("--max-retries: applies to --backend process or ray (a run in this process has no worker "
+                          "to lose)")
+    if batch_models is not None and batch_models < 1:
+        raise ConfigError(f"--batch-models: allowed values are integers >= 1, got {batch_models}")
+
+
+def run_sweep(spec: Any, out: str | Path, *, workers: int, backend: str = "process", batch_models: int | None = None,
+              address: str | None = None, gpus_per_run: float = 0.0,
+              max_retries: int | None = None) -> tuple[str, int]:
+    """``anchorlab sweep``: check the back-end options, write the sweep's manifest (:func:`anchorlab.sweep.plan`),
+    train its runs and return the one-line outcome and the number of runs that failed. ``max_retries``: how
+    often a run whose worker process dies is started again (default: 0 on the process back-end, 3 on Ray);
+    ``address`` and ``gpus_per_run`` are the Ray back-end's (:func:`anchorlab.backends.ray.options`)."""
+    from anchorlab.sweep import plan
+
+    check_sweep_options(workers=workers, backend=backend, batch_models=batch_models, address=address,
+                        gpus_per_run=gpus_per_run, max_retries=max_retries)
     out = Path(out)
-    rows = plan(spec, out)
-    options = ray_backend.options(address, gpus_per_run, max_retries, workers) if backend == "ray" else {}
+    _check_batch_models([(cfg, out) for _, cfg in spec.configs()], backend, batch_models)
+    rows = plan(spec, out)  # the first file written
+    if backend == "ray":
+        options = ray_backend.options(address, gpus_per_run, 3 if max_retries is None else max_retries, workers)
+    else:
+        options = {"max_retries": max_retries or 0} if backend == "process" else {}
     results = run_all([(cfg, d) for _, cfg, d in rows], workers=workers, backend=backend, batch_models=batch_models,
                       **options)
     failed = [r for r in results if r.error]
     return (f"sweep {spec.name}: {len(results) - len(failed)}/{len(results)} runs done in {out}"
-            + (f"; {len(failed)} failed: " + ", ".join(str(r.run_dir) for r in failed) if failed else ""))
+            + (f"; {len(failed)} failed" if failed else "")), len(failed)

@@ -133,16 +133,20 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
               workers: int = 2, backend: str | None = None, registry: str | Path = REGISTRY,
               dry_run: bool = False, show_progress: bool = True) -> list[Path]:
     """Run entry ``name``'s sweeps and draw its figures; returns the PNG paths (``dry_run``: print the plan and
-    return [])."""
-    from anchorlab.execute import run_all
-    from anchorlab.sweep import describe, load_sweep, plan
+    return []). A run that fails does not stop the others; then :class:`anchorlab.rundir.RunFailed` is raised
+    (no figure is drawn) once every sweep has run."""
+    from anchorlab.execute import check_sweep_options, run_all
+    from anchorlab.sweep import check_out_dir, describe, load_sweep, plan
 
+    check_sweep_options(workers=workers, backend=backend or "process")
     rep = get(name, registry)
     files = rep.paper if paper else rep.sweeps
     if not files:
         raise ConfigError(f"--paper: {name} has no paper-scale sweep in the registry")
     out = Path(out) if out is not None else Path("runs") / "reproduce" / (name + ("-paper" if paper else ""))
     specs = [load_sweep(f, overrides) for f in files]  # every sweep is validated before anything runs
+    for spec in specs:
+        check_out_dir(out / spec.name)
     if dry_run:
         for spec in specs:
             print(describe(spec, out / spec.name))
@@ -151,14 +155,14 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
     from anchorlab.kinds import preflight
 
     preflight([cfg for spec in specs for _, cfg in spec.configs()])  # a missing data set stops here, nothing run
-    dirs = []
+    dirs, failed = [], []
     for spec in specs:
         rows = plan(spec, out / spec.name)
         results = run_all([(cfg, d) for _, cfg, d in rows], workers=workers, backend=backend,
                           show_progress=show_progress)
-        failed = [str(r.run_dir) for r in results if r.error]
-        if failed:
-            raise ConfigError(f"sweep {spec.name}: {len(failed)} run(s) failed ({', '.join(failed)}); "
-                              "no figure drawn. Fix the cause and run the same command again: finished runs are kept")
+        failed += [r for r in results if r.error]
         dirs.append(out / spec.name)
+    if failed:
+        raise rundir.RunFailed(f"{len(failed)} run(s) failed (each named above); no figure drawn. Fix the cause and "
+                               "run the same command again: finished runs are kept")
     return draw_figures(rep, dirs, out / "figures")

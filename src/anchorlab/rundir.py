@@ -10,17 +10,25 @@
       checkpoints/resume.safetensors   model + AdamW state at the last epoch boundary (for resuming)
       summary.json                     final and best metrics, parameter count, timing
       DONE                             written last: the run is complete
+      FAILED                           the reason a run stopped (divergence, an error); removed when it resumes
+      LOCK                             {"pid", "host"} of the one process writing the directory (while it trains)
 
-Every file is written to a temporary name and renamed, so a killed run never leaves a half file.
+Every file is written to a temporary name and renamed, so a killed run never leaves a half file (a resume
+removes the temporary files such a kill leaves). No checkpoint or resume state is ever written with a
+non-finite weight: the run stops as diverged (:class:`Diverged`) and keeps its last finite resume point.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import math
 import os
 import re
-from collections.abc import Callable
+import socket
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +38,107 @@ from torch import nn
 
 from anchorlab import kinds
 from anchorlab.config import ConfigError
+from anchorlab.config_tools import execution_fields, without_execution
 
 CONFIG, METRICS, SUMMARY, DONE, CKPT_DIR = "config.json", "metrics.jsonl", "summary.json", "DONE", "checkpoints"
 EPOCHS = "epochs.jsonl"
 RESUME = "resume.safetensors"
+FAILED, LOCK = "FAILED", "LOCK"
+
+
+class RunFailed(RuntimeError):
+    """A run could not finish (it diverged, or its worker died); the CLI prints it on one line, exit 1."""
+
+
+class Diverged(RunFailed):
+    """A loss or a weight became nan or inf; the run directory keeps its last finite resume point."""
+
+
+class RunLocked(ConfigError):
+    """Another live process is writing the run directory."""
+
+
+def check_finite_loss(run_dir: str | Path, step: int, loss: float | None) -> None:
+    """Raise :class:`Diverged` (and mark the run failed) if the logged ``loss`` is nan or inf."""
+    if loss is not None and not math.isfinite(loss):
+        diverged(run_dir, step, f"loss {loss}")
+
+
+def check_finite_weights(run_dir: str | Path, step: int, tensors: dict[str, torch.Tensor]) -> None:
+    """Raise :class:`Diverged` (and mark the run failed) if any of ``tensors`` holds a nan or inf."""
+    for name, t in tensors.items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            diverged(run_dir, step, f"non-finite weights in {name}")
+
+
+def diverged(run_dir: str | Path, step: int, what: str) -> None:
+    msg = f"run {run_dir} diverged at step {step} ({what}); its last finite resume point is kept"
+    mark_failed(run_dir, msg)
+    raise Diverged(msg)
+
+
+def mark_failed(run_dir: str | Path, reason: str) -> None:
+    """Write ``FAILED`` (the reason) into an opened run directory; a resume removes it."""
+    if (Path(run_dir) / CONFIG).exists():
+        write_atomic(Path(run_dir) / FAILED, reason.rstrip() + "\n")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def writer_lock(run_dir: str | Path) -> Iterator[None]:
+    """Hold ``run_dir/LOCK`` (this process's pid and host) while the body writes the run directory.
+
+    A lock held by a live process is a :class:`RunLocked` error naming it; one left by a process that is
+    gone (same host, pid not running; or an empty file) is taken over with a warning on stderr. Taking the
+    lock also removes the temporary files (``*.tmp``) a killed writer may have left; an exception in the
+    body (other than a refusal, :class:`ConfigError`) marks the run ``FAILED`` with its reason."""
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"--out: {run_dir} is a file, not a run directory")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path, host = run_dir / LOCK, socket.gethostname()
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                holder = json.loads(path.read_text() or "{}")
+            except (OSError, ValueError):
+                holder = {}
+            pid, where = holder.get("pid"), holder.get("host")
+            if isinstance(pid, int) and (where != host or _pid_alive(pid)):
+                raise RunLocked(f"{run_dir}: another process (pid {pid} on {where}) is writing this run directory; "
+                                f"wait for it, or delete {path} if that process is gone") from None
+            print(f"warning: {run_dir}: taking over the stale lock of pid {pid} (no longer running)",
+                  file=sys.stderr, flush=True)
+            path.unlink(missing_ok=True)
+            continue
+        with os.fdopen(fd, "w") as f:
+            json.dump({"pid": os.getpid(), "host": host}, f)
+        break
+    else:
+        raise RunLocked(f"{run_dir}: could not take {path}")
+    try:
+        for debris in [*run_dir.glob(".*.tmp"), *(run_dir / CKPT_DIR).glob(".*.tmp*")]:
+            debris.unlink(missing_ok=True)
+        yield
+    except ConfigError:  # refused (bad input, another config): the directory stays as it was
+        raise
+    except Exception as e:  # the run stopped: say why in the directory (a resume clears it)
+        if not (run_dir / FAILED).exists():
+            mark_failed(run_dir, f"{type(e).__name__}: {e}")
+        raise
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -47,13 +152,24 @@ def write_json(path: Path, obj: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
-    return json.loads(Path(path).read_text())
+    """The JSON file's content; a file that is not valid JSON is a :class:`ConfigError` naming it."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not a valid JSON file ({e}); move it away or remove it") from None
 
 
 def read_config(run_dir: str | Path) -> Any:
     """The run's config, of whichever kind its ``config.json`` holds (:mod:`anchorlab.kinds`); a file
     written under older field names reads as today's."""
-    return kinds.config_from_data(read_json(Path(run_dir) / CONFIG))
+    path = Path(run_dir) / CONFIG
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object (a run config)")
+    try:
+        return kinds.config_from_data(data)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
 
 
 def is_done(run_dir: Path) -> bool:
@@ -63,21 +179,42 @@ def is_done(run_dir: Path) -> bool:
 def open_run(run_dir: Path, cfg: Any) -> str:
     """Prepare ``run_dir`` for ``cfg``: returns "new", "resume" or "done".
 
-    An existing directory must hold the same resolved config; otherwise the first differing field is named.
+    An existing directory must hold the same resolved config, execution fields (``train.threads``) aside;
+    otherwise the first differing field is named. Its ``config.json`` is left as it was written.
     """
     run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"--out: {run_dir} is a file, not a run directory")
     cfg_path = run_dir / CONFIG
     if cfg_path.exists():
-        old = as_today(read_json(cfg_path), cfg)
-        new = cfg.to_dict()
-        if old != new:
-            diff = _first_difference(old, new)
+        stored = read_json(cfg_path)
+        if not isinstance(stored, dict):
+            raise ConfigError(f"{cfg_path}: expected a JSON object (a run config)")
+        if not same_run(stored, cfg):
+            diff = _first_difference(identity(as_today(stored, cfg), cfg), identity(cfg.to_dict(), cfg))
             raise ConfigError(f"{diff}: {run_dir} holds a run with a different config; use another --out")
         return "done" if is_done(run_dir) else "resume"
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / CKPT_DIR).mkdir(exist_ok=True)
     write_json(cfg_path, cfg.to_dict())
     return "new"
+
+
+def identity(config: dict[str, Any], cfg: Any) -> dict[str, Any]:
+    """``config`` (plain data of ``cfg``'s kind) without its execution fields: what decides the numbers."""
+    return without_execution(config, execution_fields(type(cfg)))
+
+
+def same_run(stored: dict[str, Any], cfg: Any) -> bool:
+    """Whether a stored ``config.json`` describes the run ``cfg`` describes (older field names and fields
+    added since read as today's; execution fields not compared)."""
+    return identity(as_today(stored, cfg), cfg) == identity(cfg.to_dict(), cfg)
+
+
+def start_writing(run_dir: Path, status: str) -> None:
+    """A run (status "new" or "resume") starts writing: an earlier ``FAILED`` mark no longer holds."""
+    if status != "done":
+        (Path(run_dir) / FAILED).unlink(missing_ok=True)
 
 
 def as_today(stored: dict[str, Any], cfg: Any) -> dict[str, Any]:
@@ -150,6 +287,9 @@ def checkpoint_steps(run_dir: Path) -> list[int]:
 
 
 def _save(tensors: dict[str, torch.Tensor], path: Path, meta: dict[str, str]) -> None:
+    """Write ``tensors`` atomically; a non-finite one raises :class:`Diverged` and leaves ``path`` as it was."""
+    run_dir = path.parent.parent if path.parent.name == CKPT_DIR else path.parent
+    check_finite_weights(run_dir, int(meta.get("step", -1)), tensors)
     tmp = path.with_name(f".{path.name}.tmp")
     save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(tmp), metadata=meta)
     os.replace(tmp, path)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,9 +86,18 @@ def load_sweep(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) ->
     data = parse_toml_file(path, "sweep")
     unknown = sorted(set(data) - {"name", "base", "set", "axes"})
     if unknown:
-        raise ConfigError(f"{unknown[0]}: unknown sweep key; allowed keys are name, base, set, axes")
+        raise ConfigError(f"{path}: {unknown[0]}: unknown sweep key; allowed keys are name, base, set, axes")
+    for key, tp, what in (("name", str, "a string"), ("base", str, "the path of a run config (TOML)"),
+                          ("set", dict, "a table of dotted overrides"), ("axes", dict, "a table of axes")):
+        if key in data and not isinstance(data[key], tp):
+            raise ConfigError(f"{path}: {key}: expected {what}, got {data[key]!r}")
+    name = data.get("name", "x")
+    if not name.strip() or "/" in name or name in (".", ".."):
+        raise ConfigError(f"{path}: name: expected a non-empty name without '/', got {data['name']!r}")
     base = read_toml(path.parent / data["base"]) if "base" in data else {}
     for key, value in [*data.get("set", {}).items(), *map(parse_override, overrides)]:
+        if not key.strip() or any(not part for part in key.split(".")):
+            raise ConfigError(f"{path}: set.{key}: expected a dotted config key such as train.lr")
         base = merge(base, _nest(key, value))
     axes = data.get("axes", {})
     for k, v in axes.items():
@@ -114,20 +124,41 @@ def _nest(dotted: str, value: Any) -> dict[str, Any]:
 
 
 def expand(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], Any, Path]]:
-    """(grid point, config, run dir) for every run of the sweep; writes nothing.
+    """(grid point, config, run dir) for every distinct run of the sweep; writes nothing. Grid points that
+    make the same run (:func:`duplicates`) are merged: the first one stands for it, and it trains once.
 
     A run's directory is ``out_dir/<run_id>``. A run made before a config field existed was named by the
     hash of its config without that field; such a directory is found by its ``config.json`` (the missing
-    fields read as their defaults, renamed ones under their new names, as :func:`anchorlab.rundir.open_run`
-    does) and used again."""
+    fields read as their defaults, renamed ones under their new names, execution fields such as
+    ``train.threads`` not compared, as :func:`anchorlab.rundir.open_run` does) and used again."""
+    rows, seen = [], set()
+    for point, cfg, d in _expand_all(spec, out_dir):
+        if d not in seen:
+            seen.add(d)
+            rows.append((point, cfg, d))
+    return rows
+
+
+def duplicates(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(grid point, the earlier point it repeats) for every grid point that makes the same run as an earlier one."""
+    first: dict[Path, dict[str, Any]] = {}
+    out = []
+    for point, _, d in _expand_all(spec, out_dir):
+        if d in first:
+            out.append((point, first[d]))
+        else:
+            first[d] = point
+    return out
+
+
+def _expand_all(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], Any, Path]]:
     out_dir = Path(out_dir)
     rows, earlier = [], None
     for point, cfg in spec.configs():
         d = out_dir / cfg.run_id()
         if not d.exists():
             earlier = _stored_configs(out_dir) if earlier is None else earlier
-            new = cfg.to_dict()
-            d = next((e for e, stored in earlier if rundir.as_today(stored, cfg) == new), d)
+            d = next((e for e, stored in earlier if rundir.same_run(stored, cfg)), d)
         rows.append((point, cfg, d))
     return rows
 
@@ -136,14 +167,52 @@ def _stored_configs(out_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
     """(run dir, its config.json) for every run directory under ``out_dir``."""
     if not out_dir.is_dir():
         return []
-    return [(c.parent, rundir.read_json(c)) for c in sorted(out_dir.glob(f"*/{rundir.CONFIG}"))]
+    out = []
+    for c in sorted(out_dir.glob(f"*/{rundir.CONFIG}")):
+        stored = rundir.read_json(c)
+        if not isinstance(stored, dict):
+            raise ConfigError(f"{c}: expected a JSON object (a run config)")
+        out.append((c.parent, stored))
+    return out
+
+
+def check_out_dir(out_dir: str | Path, field_name: str = "--out") -> Path:
+    """``out_dir`` as a directory that can be written: a file there, an unwritable parent, or a sweep
+    directory whose ``sweep.json`` is not readable is a :class:`ConfigError` (nothing is written)."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"{field_name}: {out_dir} is a file, not a directory")
+    existing = out_dir
+    while not existing.exists():  # the nearest existing ancestor (a relative path ends at ".")
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"{field_name}: {existing} is a file, so {out_dir} cannot be a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{field_name}: {existing} is not writable")
+    if (out_dir / MANIFEST).exists():
+        read_manifest(out_dir)
+    return out_dir
+
+
+def read_manifest(sweep_dir: str | Path) -> dict[str, Any]:
+    """A sweep directory's ``sweep.json``, checked: a file that is not JSON or lacks its ``runs`` table is a
+    :class:`ConfigError` naming it."""
+    path = Path(sweep_dir) / MANIFEST
+    manifest = rundir.read_json(path)
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("runs"), dict) or not all(
+            isinstance(p, dict) for p in manifest["runs"].values()):
+        raise ConfigError(f"{path}: runs: expected a table of run id -> grid point; move the file away or remove it")
+    bad = [r for r in manifest["runs"] if not r or "/" in r or r in (".", "..")]
+    if bad:
+        raise ConfigError(f"{path}: runs: {bad[0]!r} is not a run directory name")
+    return manifest
 
 
 def plan(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], Any, Path]]:
     """Write the manifest and return (grid point, config, run dir) for every run of the sweep."""
-    out_dir = Path(out_dir)
+    out_dir = check_out_dir(out_dir)
+    rows = expand(spec, out_dir)  # reads (and checks) every stored config.json before anything is written
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = expand(spec, out_dir)
     rundir.write_json(out_dir / MANIFEST, {
         "name": spec.name, "base": spec.base, "axes": spec.axes,
         "runs": {d.name: point for point, _, d in rows},
@@ -152,9 +221,12 @@ def plan(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], Any
 
 
 def run_status(run_dir: Path) -> str:
-    """"done" (DONE written), "partial" (started: it will resume) or "new"."""
+    """"done" (DONE written), "failed" (FAILED written: it will resume), "partial" (started: it will resume)
+    or "new"."""
     if rundir.is_done(run_dir):
         return "done"
+    if (run_dir / rundir.FAILED).exists():
+        return "failed"
     return "partial" if (run_dir / rundir.CONFIG).exists() else "new"
 
 
@@ -163,13 +235,21 @@ def describe(spec: SweepSpec, out_dir: str | Path) -> str:
     rows = expand(spec, out_dir)
     lines = [f"sweep {spec.name} -> {out_dir}: {len(rows)} runs"]
     lines += [f"  {k} = {v}" for k, v in spec.axes.items()]
-    counts = {"done": 0, "partial": 0, "new": 0}
+    dups = duplicates(spec, out_dir)
+    if dups:
+        lines.append(f"{len(dups)} duplicate grid point(s) merged (the same run, trained once):")
+        lines += [f"  {_point(p)}  = {_point(q)}" for p, q in dups]
+    counts = {"done": 0, "failed": 0, "partial": 0, "new": 0}
     for point, _, d in rows:
         status = run_status(d)
         counts[status] += 1
-        lines.append(f"{d.name}  {status:7s}  " + "  ".join(f"{k}={v}" for k, v in point.items()))
-    lines.append(", ".join(f"{n} {k}" for k, n in counts.items()))
+        lines.append(f"{d.name}  {status:7s}  " + _point(point))
+    lines.append(", ".join(f"{n} {k}" for k, n in counts.items() if n or k != "failed"))
     return "\n".join(lines)
+
+
+def _point(point: dict[str, Any]) -> str:
+    return "  ".join(f"{k}={v}" for k, v in point.items())
 
 
 def run_dirs(sources: Sequence[str | Path]) -> list[Path]:
@@ -178,7 +258,7 @@ def run_dirs(sources: Sequence[str | Path]) -> list[Path]:
     out = []
     for s in map(Path, sources):
         if (s / MANIFEST).is_file():
-            out += [s / run_id for run_id in rundir.read_json(s / MANIFEST)["runs"]]
+            out += [s / run_id for run_id in read_manifest(s)["runs"]]
         else:
             out.append(s)
     return out
@@ -191,7 +271,7 @@ def collect(sweep_dir: str | Path) -> list[dict[str, Any]]:
     manifest_path = sweep_dir / MANIFEST
     if not manifest_path.is_file():
         raise ConfigError(f"sweep_dir: {sweep_dir} has no {MANIFEST}; run `anchorlab sweep` into it first")
-    manifest = rundir.read_json(manifest_path)
+    manifest = read_manifest(sweep_dir)
     rows = []
     for run_id, point in manifest["runs"].items():
         d = sweep_dir / run_id
@@ -202,7 +282,7 @@ def collect(sweep_dir: str | Path) -> list[dict[str, Any]]:
         else:
             hist = rundir.read_metrics(d)
             s = hist[-1] if hist else {}
-            row["status"] = "running" if hist else "missing"
+            row["status"] = "failed" if (d / rundir.FAILED).exists() else "running" if hist else "missing"
         for k, v in s.items():
             if isinstance(v, (int, float, str)) and not isinstance(v, bool) and k not in row:
                 row[k] = v

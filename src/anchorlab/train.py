@@ -108,9 +108,19 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
     (pass ``lambda model: {}`` for none)."""
     run_dir = Path(run_dir)
     order = epoch_order(cfg)  # checks a reference file before anything is written
-    status = rundir.open_run(run_dir, cfg)
-    if status == "done":
-        return rundir.read_json(run_dir / rundir.SUMMARY)
+    with rundir.writer_lock(run_dir):  # one writer per run directory
+        status = rundir.open_run(run_dir, cfg)
+        if status == "done":
+            summary: dict[str, Any] = rundir.read_json(run_dir / rundir.SUMMARY)
+            return summary
+        rundir.start_writing(run_dir, status)
+        return _train_open(cfg, run_dir, status, order, progress, show_progress, data, weight_metrics)
+
+
+def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int, int], torch.Tensor],
+                progress: ProgressFn | None, show_progress: bool, data: TaskData | None,
+                weight_metrics: WeightMetrics | None) -> dict[str, Any]:
+    """:func:`train` once ``run_dir`` is locked and opened with ``status`` ("new" or "resume")."""
     tc = cfg.train
     device = resolve_device(tc.device)
     if device.type == "cpu":
@@ -159,6 +169,7 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
             loss_sum += train_step(model, opt, x_train[idx], y_train[idx], lr_at(step, tc, steps_per_epoch), tc, amp)
             step += 1
         epoch_loss = loss_sum.item() / steps_per_epoch  # the only host sync of the epoch
+        rundir.check_finite_loss(run_dir, step, epoch_loss)  # nan/inf: stop before anything of it is saved
         rundir.append_metrics(run_dir, {"epoch": epoch, "step": step, "train_loss": epoch_loss}, rundir.EPOCHS)
         stop = tc.early_stop_loss > 0 and epoch_loss < tc.early_stop_loss
         final = epoch == tc.epochs or stop

@@ -24,7 +24,12 @@ PutFn = Callable[[str, "int | None", Any], None]  # one progress event: (run key
 class RunResult:
     run_dir: Path
     summary: dict[str, Any] | None
-    error: str | None = None
+    error: str | None = None  # one line for a known cause (divergence, a bad config, a dead worker), else a traceback
+
+    def reason(self) -> str:
+        """The error in one line: the last line of a traceback."""
+        lines = [ln for ln in (self.error or "").strip().splitlines() if ln.strip()]
+        return lines[-1].strip() if lines else "error"
 
 
 def one_thread(cfg: Any) -> Any:
@@ -117,6 +122,8 @@ def train_reporting(cfg: Any, run_dir: Path, put: PutFn) -> RunResult:
     try:
         train = kinds.kind_of(cfg).get("train")
         result = RunResult(run_dir, train(cfg, run_dir, progress=report, show_progress=False))
+    except (rundir.RunFailed, ConfigError) as e:  # a known cause: its message says it all
+        result = RunResult(run_dir, None, str(e))
     except Exception:  # reported to the caller; the other runs go on
         result = RunResult(run_dir, None, traceback.format_exc())
     put(key, None, result.error)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
+from anchorlab import rundir
 from anchorlab.backends.common import Job, RunResult, SweepProgress, train_reporting
 
 
@@ -39,9 +40,15 @@ def run_batched(todo: list[Job], k: int, progress: SweepProgress) -> list[RunRes
             for i, s in zip(group, summaries):
                 results[i] = RunResult(todo[i][1], s)
                 progress.event(str(todo[i][1]), None, None)
-        except Exception:  # the group failed together; the other groups go on
+        except Exception:  # the group's unfinished runs failed (those that finished keep); the other groups go on
             err = traceback.format_exc()
             for i in group:
-                results[i] = RunResult(todo[i][1], None, err)
-                progress.event(str(todo[i][1]), None, err)
+                d = todo[i][1]
+                if rundir.is_done(d):
+                    results[i] = RunResult(d, rundir.read_json(d / rundir.SUMMARY))
+                    progress.event(str(d), None, None)
+                else:
+                    reason = (d / rundir.FAILED).read_text() if (d / rundir.FAILED).exists() else err
+                    results[i] = RunResult(d, None, reason)
+                    progress.event(str(d), None, reason)
     return [r for r in results if r is not None]

@@ -14,7 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from anchorlab.config_tools import ConfigError, build, check, merge, parse_override, read_toml, run_id_of, set_dotted
+from anchorlab.config_tools import (
+    ConfigError,
+    build,
+    check,
+    check_seeds,
+    identity_of,
+    merge,
+    parse_override,
+    read_toml,
+    run_id_of,
+    set_dotted,
+    valid_device,
+)
 
 # Fields renamed since run directories were first written ({old dotted name: new}); the LM tree now names
 # its sizes as the anchor tree does. config.json files and TOML files with the old names still load.
@@ -125,7 +137,7 @@ class LMTrainConfig:
         check(self.warmup_steps >= 0, "train.warmup_steps", "an integer >= 0")
         check(self.grad_clip >= 0, "train.grad_clip", "a float >= 0 (0 disables clipping)")
         check(self.threads >= 0, "train.threads", "an integer >= 0 (0 = all cores)")
-        check(self.device.split(":")[0] in ("cpu", "cuda", "mps"), "train.device", "'cpu', 'cuda', 'cuda:N' or 'mps'")
+        check(valid_device(self.device), "train.device", f"'cpu', 'cuda', 'cuda:N' or 'mps' (got {self.device!r})")
 
 
 @dataclass(frozen=True)
@@ -133,6 +145,9 @@ class LMSeedConfig:
     data_seed: int = 0  # PrOntoQA examples, stand-in stories, row order of the mix
     init_seed: int = 0  # the γ-init draw
     train_seed: int = 0  # batch order per epoch
+
+    def validate(self) -> None:
+        check_seeds(self)
 
 
 @dataclass(frozen=True)
@@ -146,7 +161,7 @@ class LMRunConfig:
     seeds: LMSeedConfig = field(default_factory=LMSeedConfig)
 
     def validate(self) -> LMRunConfig:
-        for part in (self.data, self.model, self.init, self.train):
+        for part in (self.data, self.model, self.init, self.train, self.seeds):
             part.validate()
         return self
 
@@ -155,7 +170,7 @@ class LMRunConfig:
 
     def run_id(self) -> str:
         """Stable short hash of the fully resolved config (names run directories)."""
-        return "lm-" + run_id_of(self.to_dict())
+        return "lm-" + run_id_of(identity_of(self))
 
 
 def upgrade(d: dict[str, Any]) -> dict[str, Any]:

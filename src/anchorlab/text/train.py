@@ -51,10 +51,18 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, progress: ProgressFn | No
     run_dir = Path(run_dir)
     if not rundir.is_done(run_dir) and not (run_dir / DATA).is_dir():
         story_source(cfg.data.stories)  # stories that are not there: fail before anything is written
-    status = rundir.open_run(run_dir, cfg)
-    if status == "done":
-        summary: dict[str, Any] = rundir.read_json(run_dir / rundir.SUMMARY)
-        return summary
+    with rundir.writer_lock(run_dir):  # one writer per run directory
+        status = rundir.open_run(run_dir, cfg)
+        if status == "done":
+            summary: dict[str, Any] = rundir.read_json(run_dir / rundir.SUMMARY)
+            return summary
+        rundir.start_writing(run_dir, status)
+        return _train_open(cfg, run_dir, status, progress, show_progress)
+
+
+def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: ProgressFn | None,
+                show_progress: bool) -> dict[str, Any]:
+    """:func:`train_lm` once ``run_dir`` is locked and opened with ``status`` ("new" or "resume")."""
     tc = cfg.train
     device = torch.device(tc.device)
     if device.type == "cpu":
@@ -77,10 +85,13 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, progress: ProgressFn | No
     run_sum = torch.zeros(len(SOURCES), 2)  # running per-source train loss since the last evaluation
 
     def eval_record(step: int, epoch: int) -> dict[str, Any]:
+        seen = run_sum[:, 1].sum()
+        # nan/inf: stop here, before the evaluation (an SVD of nan weights) and before anything is saved
+        rundir.check_finite_loss(run_dir, step, (run_sum[:, 0].sum() / seen).item() if seen > 0 else None)
+        rundir.check_finite_weights(run_dir, step, dict(model.state_dict()))
         tr = evaluate_rows(model, train, score_rows, 64, labels, device)
         te = evaluate_rows(model, test, test_rows, 64, labels, device)
         rec: dict[str, Any] = {"step": step, "epoch": epoch, "lr": lm_lr_at(step, tc, total_steps)}
-        seen = run_sum[:, 1].sum()
         rec["train_loss"] = (run_sum[:, 0].sum() / seen).item() if seen > 0 else None
         for name in SOURCES:
             rec[f"train_loss_{name}"] = tr[name]
@@ -122,6 +133,7 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, progress: ProgressFn | No
                 bar.set_postfix({"loss": f"{loss.item():.3f}", "L_qa": f"{last['train_loss_prontoqa']:.3f}",
                                  "L_st": f"{last['train_loss_stories']:.3f}"}, refresh=False)
                 bar.update(1)
+        rundir.check_finite_loss(run_dir, step, loss.item())
         if epoch % tc.checkpoint_every == 0 or epoch == tc.epochs:
             rundir.save_checkpoint(run_dir, model, step, epoch)
         rundir.write_json(run_dir / rundir.CKPT_DIR / RUNNING, {"step": step, "sums": run_sum.tolist()})
