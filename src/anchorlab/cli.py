@@ -1,6 +1,9 @@
 """Command line: ``anchorlab train|lm|seq2seq|data|demo|sweep|collect|figure|reproduce|report``. Parses, then
 makes one library call per sub-command; values are checked where they are used, and a ConfigError (or a data
-set whose files are missing) is one line, exit 2."""
+set whose files are missing) is one line, exit 2; every argument is checked before the first file is written.
+
+Exit status: 0 ok; 1 a run failed (it diverged, raised, or its worker died: one line per run says which and
+why, after the others finished); 2 bad input (a config value, a file, an argument: one line naming it)."""
 
 from __future__ import annotations
 
@@ -8,20 +11,46 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anchorlab
 from anchorlab.config import ConfigError, parse_override
 from anchorlab.kinds import KINDS, preflight
 
+EXIT_CODES = "exit status: 0 ok; 1 a run failed (one line per run: which and why); 2 bad input (one line naming it)"
+
+
+def _out_file(path: str | Path, field: str = "--out") -> Path:
+    """An output file path that can be written: not a directory, its directory writable (checked, not made)."""
+    from anchorlab.sweep import check_out_dir
+
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{field}: {path} is a directory; give a file path")
+    check_out_dir(path.parent, field)
+    return path
+
+
+def _positive(value: int | None, field: str, minimum: int = 1) -> None:
+    if value is not None and value < minimum:
+        raise ConfigError(f"{field}: allowed values are integers >= {minimum}, got {value}")
+
+
+def _sources(sources: list[str]) -> None:
+    for s in sources:
+        if not Path(s).is_dir():
+            raise ConfigError(f"source: {s} is not a run or sweep directory")
+
 
 def _train(a: argparse.Namespace) -> int:  # `train`, `lm` and `seq2seq`: one run of that kind
+    from anchorlab.sweep import check_out_dir
+
     if a.config is None and not a.set:  # never start the day-long paper-scale default by accident
         a.parser.print_help()
         return 2
     kind = KINDS[a.cmd if a.cmd in ("lm", "seq2seq") else "anchor"]
     cfg = kind.get("load_config")(a.config, a.set)
-    out = Path(a.out) if a.out else Path("runs") / cfg.run_id()
+    out = check_out_dir(Path(a.out) if a.out else Path("runs") / cfg.run_id())
     print(f"run {out}: " + kind.get("summary_line")(cfg, kind.get("train")(cfg, out)))
     return 0
 
@@ -30,39 +59,50 @@ def _data(a: argparse.Namespace) -> None:
     from anchorlab.config import load_config
     from anchorlab.tasks import make_task_data
 
-    cfg = load_config(a.config, a.set)
-    (data := make_task_data(cfg.task, cfg.seeds.data_seed)).save_npz(a.out)
-    print(f"wrote {a.out}: {len(data)} sequences, {int(data.in_train.sum())} in training")
+    cfg = load_config(a.config, a.set, training=False)
+    out = _out_file(a.out)
+    (data := make_task_data(cfg.task, cfg.seeds.data_seed)).save_npz(out)
+    print(f"wrote {out}: {len(data)} sequences, {int(data.in_train.sum())} in training")
 
 
-def _sweep(a: argparse.Namespace) -> None:
-    from anchorlab.execute import run_sweep
-    from anchorlab.sweep import describe, load_sweep
+def _sweep(a: argparse.Namespace) -> int:
+    from anchorlab.execute import check_sweep_options, run_sweep
+    from anchorlab.sweep import check_out_dir, describe, load_sweep
 
+    check_sweep_options(workers=a.workers, backend=a.backend, batch_models=a.batch_models, address=a.address,
+                        gpus_per_run=a.gpus_per_run, max_retries=a.max_retries)
     spec = load_sweep(a.file, a.set)
-    out = Path(a.out) if a.out else Path("runs") / spec.name
-    if not a.dry_run:
-        preflight([cfg for _, cfg in spec.configs()])  # a missing data set: one line, exit 2, nothing run
-    print(describe(spec, out) if a.dry_run else run_sweep(
-        spec, out, workers=a.workers, backend=a.backend, batch_models=a.batch_models, address=a.address,
-        gpus_per_run=a.gpus_per_run, max_retries=a.max_retries))
+    out = check_out_dir(Path(a.out) if a.out else Path("runs") / spec.name)
+    if a.dry_run:
+        print(describe(spec, out))
+        return 0
+    preflight([cfg for _, cfg in spec.configs()])  # a missing data set: one line, exit 2, nothing run
+    line, n_failed = run_sweep(spec, out, workers=a.workers, backend=a.backend, batch_models=a.batch_models,
+                               address=a.address, gpus_per_run=a.gpus_per_run, max_retries=a.max_retries)
+    print(line)
+    return 1 if n_failed else 0
 
 
 def _collect(a: argparse.Namespace) -> None:
     from anchorlab.sweep import collect, write_csv
 
-    write_csv(rows := collect(a.sweep_dir), out := Path(a.out or Path(a.sweep_dir) / "summary.csv"))
+    out = _out_file(a.out or Path(a.sweep_dir) / "summary.csv")
+    write_csv(rows := collect(a.sweep_dir), out)
     print(f"wrote {out}: {len(rows)} runs, {sum(r['status'] == 'done' for r in rows)} done")
 
 
 def _figure(a: argparse.Namespace) -> None:
     from anchorlab.figures import describe, draw
+    from anchorlab.sweep import check_out_dir
 
     if a.name == "list":
         return print(describe())
+    _sources(a.source)
+    for step in a.step or []:
+        _positive(step, "--step", 0)
     flags = {"use_best_epoch": a.best_epoch or None, "step": a.step, "method": a.method}
     options = {k: v for k, v in flags.items() if v} | dict(parse_override(item) for item in a.option)
-    path = draw(a.name, a.source, a.out, **options)
+    path = draw(a.name, a.source, check_out_dir(a.out), **options)
     print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
 
 
@@ -76,16 +116,26 @@ def _reproduce(a: argparse.Namespace) -> None:
         print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
 
 
-def _demo(a: argparse.Namespace) -> None:
+def _demo(a: argparse.Namespace) -> int:
     from anchorlab.demo import DEFAULT_SPEC, run_demo
 
-    run_demo(a.config or DEFAULT_SPEC, a.out, a.workers)
+    return 1 if run_demo(a.config or DEFAULT_SPEC, a.out, a.workers)["failed_runs"] else 0
 
 
 def _report(a: argparse.Namespace) -> None:
     from anchorlab.report import write_report
 
-    print(f"wrote {write_report(a.source, a.out, a.max_run_figures)}")
+    _sources(a.source)
+    _positive(a.max_run_figures, "--max-run-figures", 0)
+    out = _out_file(a.out) if a.out else None
+    print(f"wrote {write_report(a.source, out, a.max_run_figures)}")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (exit 2) instead of a usage block and the error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def arg(*flags: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
@@ -121,7 +171,8 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("--workers", type=int, default=max(1, os.cpu_count() or 1), help="processes; ray: CPUs of a local cluster"),
         arg("--address", help="ray: address of an existing cluster (e.g. auto); default: start a local one"),
         arg("--gpus-per-run", type=float, default=0.0, help="ray: GPUs per run (0.25: four runs share one)"),
-        arg("--max-retries", type=int, default=3, help="ray: retries of a run whose worker dies"),
+        arg("--max-retries", type=int, help="times a run whose worker process dies is started again "
+            "(it resumes); default 0 with process, 3 with ray"),
         arg("--batch-models", type=int, metavar="K", help="local: up to K same-shaped runs trained together "
           "(stacked weights); default 16 on a GPU, 1 on a CPU"), DRY]),
     "collect": (_collect, "one tidy CSV row per run of a sweep directory", [
@@ -140,30 +191,45 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("--workers", type=int, default=2, help="1-thread worker processes"), arg("--backend", **BACKEND),
         SET, DRY]),
     "report": (_report, "one self-contained HTML report of a run or sweep directory", [
-        arg("source", help="run directory (config.json) or sweep directory (sweep.json)"),
-        arg("--out", help="HTML path (default SOURCE/report.html)"),
+        arg("source", nargs="+", help="run directories (config.json) and/or sweep directories (sweep.json)"),
+        arg("--out", help="HTML path (default FIRST_SOURCE/report.html)"),
         arg("--max-run-figures", type=int, default=12, help="sweeps: P1 figures for this many runs")]),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="anchorlab", description=__doc__)
+    p = Parser(prog="anchorlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"anchorlab {anchorlab.__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     for name, (fn, help_, arguments) in COMMANDS.items():
-        s = sub.add_parser(name, help=help_)
+        s = sub.add_parser(name, help=help_, description=help_, epilog=EXIT_CODES)
         for flags, kwargs in arguments:
             s.add_argument(*flags, **kwargs)
         s.set_defaults(fn=fn, parser=s)
     a = p.parse_args(argv)
+    from anchorlab.rundir import RunFailed
     from anchorlab.tasks.scan import ScanFilesMissing  # a data set's files missing: one line, exit 2
     from anchorlab.text.cogs import CogsUnavailable
 
     try:
         return a.fn(a) or 0
     except (ConfigError, CogsUnavailable, ScanFilesMissing) as e:  # a missing data set reads as one line too
-        print(f"anchorlab {a.cmd}: error: {e}", file=sys.stderr)
+        print(f"anchorlab {a.cmd}: error: {_one_line(e)}", file=sys.stderr)
         return 2
+    except RunFailed as e:
+        print(f"anchorlab {a.cmd}: {_one_line(e)}", file=sys.stderr)
+        return 1
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
+        print(f"anchorlab {a.cmd}: error: {_one_line(e)}", file=sys.stderr)  # a path given that cannot be used
+        return 2
+    except BrokenPipeError:  # `anchorlab ... | head`: the reader left; stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # as a shell reports a writer ended by SIGPIPE
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,404 @@
+"""Runs and sweeps you can trust (issue 17): bad input is one line and exit 2 with nothing written; a re-run
+skips finished runs; a dead worker fails its run, not the sweep; one writer per run directory; a diverging
+run stops with its last finite resume point kept; execution fields (threads) are not a run's identity."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from anchorlab import rundir
+from anchorlab.cli import main
+from anchorlab.config import ConfigError, load_config
+from anchorlab.sweep import describe, load_sweep, plan
+from anchorlab.train import train
+from tests.conftest import tiny_config
+from tests.tiny import TINY_ANCHOR_TOML
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "anchorlab.cli"]
+TINY0 = TINY_ANCHOR_TOML.replace("threads = 1", "threads = 0")  # as the shipped configs: all cores
+
+# Files the malformed inputs below point at (written into an empty working directory first).
+FILES: dict[str, str | bytes] = {
+    "good.toml": TINY_ANCHOR_TOML,
+    "cyc_a.toml": 'base = "cyc_b.toml"\n',
+    "cyc_b.toml": 'base = "cyc_a.toml"\n[train]\nepochs = 1\n',
+    "self.toml": 'base = "self.toml"\n',
+    "base_int.toml": "base = 3\n",
+    "latin1.toml": b"# \xe9t\xe9\n[train]\nepochs = 1\n",
+    "broken.toml": "[train\nepochs = 1\n",
+    "lm_cyc.toml": 'base = "lm_cyc.toml"\n[data]\nn_prontoqa = 4\n',
+    "sw_axes_not_table.toml": 'base = "good.toml"\naxes = 3\n',
+    "sw_axis_not_list.toml": 'base = "good.toml"\n[axes]\n"init.gamma" = 0.5\n',
+    "sw_axis_empty.toml": 'base = "good.toml"\n[axes]\n"init.gamma" = []\n',
+    "sw_tied_short.toml": 'base = "good.toml"\n[axes]\n"init.gamma, train.lr" = [[0.5, 1e-3], [0.8]]\n',
+    "sw_tied_flat.toml": 'base = "good.toml"\n[axes]\n"init.gamma, train.lr" = [0.5, 0.8]\n',
+    "sw_axis_unknown.toml": 'base = "good.toml"\n[axes]\n"train.nope" = [1, 2]\n',
+    "sw_axis_bad_value.toml": 'base = "good.toml"\n[axes]\n"init.gamma" = [0.5, -1.0]\n',
+    "sw_axis_inf.toml": 'base = "good.toml"\n[axes]\n"init.gamma" = [0.5, inf]\n',
+    "sw_set_not_table.toml": 'base = "good.toml"\nset = 3\n[axes]\n"init.gamma" = [0.5]\n',
+    "sw_unknown_key.toml": 'base = "good.toml"\ngrid = 1\n',
+    "sw_name_slash.toml": 'name = "a/b"\nbase = "good.toml"\n[axes]\n"init.gamma" = [0.5]\n',
+    "sw_base_missing.toml": 'base = "nope.toml"\n[axes]\n"init.gamma" = [0.5]\n',
+    "sw_base_int.toml": 'base = 1\n[axes]\n"init.gamma" = [0.5]\n',
+    "sw_base_cycle.toml": 'base = "cyc_a.toml"\n[axes]\n"init.gamma" = [0.5]\n',
+    "sw_latin1.toml": b'name = "\xe9"\nbase = "good.toml"\n',
+    "sw_seed_big.toml": 'base = "good.toml"\n[axes]\n"seed" = [1, 4294967296]\n',
+    "sw_batch_big.toml": 'base = "good.toml"\n[axes]\n"train.batch_size" = [64, 100000]\n',
+    "sw_ok.toml": 'name = "ok"\nbase = "good.toml"\n[axes]\n"init.gamma" = [0.5]\n',
+    "afile": "not a directory\n",
+    "corrupt_run/config.json": "{not json",
+    "list_run/config.json": "[1, 2]",
+    "corrupt_sweep/sweep.json": "{",
+    "runs_not_table/sweep.json": '{"runs": [1, 2]}',
+    "sweep_bad_run/r1/config.json": "{oops",
+    "binary_run/config.json": b"\xff\xfe\x00",
+}
+
+# (argv, what the error line must mention): every one must exit 2 with one line on stderr and write nothing.
+SET_CASES = [
+    ("train.eps=-1", "train.eps"), ("train.eps=0", "train.eps"), ("model.ln_eps=inf", "model.ln_eps"),
+    ("model.ln_eps=0", "model.ln_eps"), ("init.gamma=inf", "init.gamma"), ("init.gamma=nan", "init.gamma"),
+    ("init.gamma=-1", "init.gamma"), ("train.lr=inf", "train.lr"), ("train.lr=nan", "train.lr"),
+    ("train.lr=-1", "train.lr"), ("train.device='cpu:abc'", "train.device"), ("train.device='gpu'", "train.device"),
+    ("train.device='cuda:x'", "train.device"), ("train.batch_size=100000", "train.batch_size"),
+    ("model.n_ctx=5", "model.n_ctx"), ("seeds.init_seed=4294967296", "seeds.init_seed"),
+    ("seeds.data_seed=-1", "seeds.data_seed"), ("train.early_stop_loss=nan", "train.early_stop_loss"),
+    ("train.early_stop_loss=inf", "train.early_stop_loss"), ("train.early_stop_loss=-1", "train.early_stop_loss"),
+    ("init.role_gamma.embed=inf", "init.role_gamma"), ("train.epochs=0", "train.epochs"),
+    ("train.threads=-1", "train.threads"), ("train.nope=1", "train.nope"), ("train.lr", "expected key=value"),
+    ("task.name='nope'", "task.name"), ("train.weight_decay=nan", "train.weight_decay"),
+    ("train.beta1=1.0", "train.beta1"), ("train.grad_clip=inf", "train.grad_clip"),
+    ("train.warmup_epochs=-inf", "train.warmup_epochs"), ("nosection.x=1", "nosection"),
+]
+LM_SET_CASES = [("train.lr=inf", "train.lr"), ("train.device='cpu:abc'", "train.device"),
+                ("seeds.train_seed=4294967296", "seeds.train_seed"), ("init.gamma=inf", "init.gamma"),
+                ("init.gamma=0", "init.gamma"), ("data.n_ctx=4", "data.n_ctx")]
+CASES: list[tuple[list[str], str]] = [
+    *[(["train", "good.toml", "--set", s, "--out", "r"], m) for s, m in SET_CASES],
+    *[(["lm", "--set", s, "--out", "r"], m) for s, m in LM_SET_CASES],
+    (["train", "cyc_a.toml", "--out", "r"], "cycle"), (["train", "self.toml", "--out", "r"], "cycle"),
+    (["lm", "lm_cyc.toml", "--out", "r"], "cycle"), (["train", "base_int.toml", "--out", "r"], "base"),
+    (["train", "latin1.toml", "--out", "r"], "UTF-8"), (["train", "broken.toml", "--out", "r"], "broken.toml"),
+    (["train", "missing.toml", "--out", "r"], "missing.toml"), (["train", "good.toml", "--out", "afile"], "afile"),
+    (["train", "good.toml", "--out", "afile/sub"], "afile"),
+    (["train", "good.toml", "--out", "corrupt_run"], "corrupt_run/config.json"),
+    (["train", "good.toml", "--out", "list_run"], "list_run/config.json"),
+    (["train", "good.toml", "--out", "binary_run"], "binary_run/config.json"),
+    (["train", "good.toml", "--bogus"], "--bogus"),
+    (["data", "--set", "init.gamma=inf", "--out", "x.npz"], "init.gamma"),
+    (["data", "--out", "afile/x.npz"], "afile"), (["data", "--out", "corrupt_run"], "directory"),
+    (["data", "latin1.toml", "--out", "x.npz"], "UTF-8"), (["data"], "--out"),
+    *[(["sweep", f, "--out", "sw"], k) for f, k in [
+        ("sw_axes_not_table.toml", "axes"), ("sw_axis_not_list.toml", "axes.init.gamma"),
+        ("sw_axis_empty.toml", "axes.init.gamma"), ("sw_tied_short.toml", "axes.init.gamma, train.lr"),
+        ("sw_tied_flat.toml", "axes.init.gamma, train.lr"), ("sw_axis_unknown.toml", "train.nope"),
+        ("sw_axis_bad_value.toml", "init.gamma"), ("sw_axis_inf.toml", "init.gamma"),
+        ("sw_set_not_table.toml", "set"), ("sw_unknown_key.toml", "grid"), ("sw_name_slash.toml", "name"),
+        ("sw_base_missing.toml", "nope.toml"), ("sw_base_int.toml", "base"), ("sw_base_cycle.toml", "cycle"),
+        ("sw_latin1.toml", "UTF-8"), ("sw_seed_big.toml", "seeds"), ("sw_batch_big.toml", "train.batch_size"),
+        ("missing.toml", "missing.toml")]],
+    (["sweep", "sw_ok.toml", "--out", "sw", "--workers", "0"], "--workers"),
+    (["sweep", "sw_ok.toml", "--out", "sw", "--workers", "-1"], "--workers"),
+    (["sweep", "sw_ok.toml", "--out", "sw", "--workers", "abc"], "--workers"),
+    (["sweep", "sw_ok.toml", "--out", "sw", "--max-retries", "-1"], "--max-retries"),
+    (["sweep", "sw_ok.toml", "--out", "sw", "--batch-models", "0"], "--batch-models"),
+    (["sweep", "sw_ok.toml", "--out", "sw", "--gpus-per-run", "1"], "--gpus-per-run"),
+    (["sweep", "sw_ok.toml", "--out", "sw", "--backend", "nope"], "--backend"),
+    (["sweep", "sw_ok.toml", "--out", "sw", "--set", "train.eps=inf"], "train.eps"),
+    (["sweep", "sw_ok.toml", "--out", "afile"], "afile"), (["sweep", "sw_ok.toml", "--out", "afile/x"], "afile"),
+    (["sweep", "sw_ok.toml", "--out", "corrupt_sweep"], "sweep.json"),
+    (["sweep", "sw_ok.toml", "--out", "runs_not_table"], "sweep.json"),
+    (["sweep", "sw_ok.toml", "--out", "sweep_bad_run"], "r1/config.json"),
+    (["sweep", "sw_ok.toml", "--out", "corrupt_sweep", "--dry-run"], "sweep.json"),
+    (["collect", "nodir"], "nodir"), (["collect", "afile"], "afile"), (["collect", "corrupt_run"], "sweep.json"),
+    (["collect", "corrupt_sweep"], "sweep.json"), (["collect", "runs_not_table"], "sweep.json"),
+    (["collect", "corrupt_sweep", "--out", "corrupt_run"], "directory"),
+    (["figure", "nope", "corrupt_run"], "nope"), (["figure", "p2-fig3b", "nodir"], "nodir"),
+    (["figure", "p2-fig3b", "corrupt_sweep"], "sweep.json"), (["figure", "p2-fig3b", "corrupt_run", "--step", "-1"],
+                                                               "--step"),
+    (["figure", "p2-fig3b", "corrupt_run", "--out", "afile"], "afile"),
+    (["figure", "p2-fig3b", "corrupt_run", "--option", "noequals"], "key=value"),
+    (["report", "corrupt_run", "nodir"], "nodir"), (["report", "nodir"], "nodir"),
+    (["report", "corrupt_run"], "corrupt_run/config.json"), (["report", "corrupt_sweep"], "sweep.json"),
+    (["report", "list_run", "--out", "corrupt_run"], "directory"),
+    (["report", "corrupt_run", "--max-run-figures", "-1"], "--max-run-figures"),
+    (["reproduce", "nope"], "nope"), (["reproduce", "p2-fig3b", "--workers", "0"], "--workers"),
+    (["reproduce", "p2-fig3b", "--out", "afile"], "afile"),
+    (["reproduce", "p2-fig3b", "--set", "train.eps=-1", "--out", "rp"], "train.eps"),
+    (["reproduce", "p2-fig3b", "--backend", "nope"], "--backend"),
+    (["demo", "--workers", "0", "--out", "d"], "--workers"), (["demo", "--config", "missing.toml", "--out", "d"],
+                                                             "missing.toml"),
+    (["demo", "--config", "sw_latin1.toml", "--out", "d"], "UTF-8"),
+    (["demo", "--config", "sw_base_cycle.toml", "--out", "d"], "cycle"),
+    (["demo", "--config", "sw_axes_not_table.toml", "--out", "d"], "axes"),
+    (["demo", "--config", "sw_ok.toml", "--out", "afile"], "afile"),
+    (["nope"], "nope"), ([], "required"),
+]
+
+
+def _tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad_inputs")
+    for name, content in FILES.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return root
+
+
+@pytest.mark.parametrize("argv, mention", CASES, ids=[" ".join(a) or "(none)" for a, _ in CASES])
+def test_malformed_input_is_one_line_exit_2_and_writes_nothing(argv, mention, workdir, monkeypatch, capsys):
+    monkeypatch.chdir(workdir)
+    before = _tree(workdir)
+    with pytest.raises(SystemExit) if _argparse_error(argv) else _no_exit():
+        code = main(argv)
+    if _argparse_error(argv):
+        code = 2
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert mention in err, err
+    assert _tree(workdir) == before, _tree(workdir) - before
+
+
+class _no_exit:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _argparse_error(argv: list[str]) -> bool:
+    """Errors argparse itself reports (SystemExit 2 with one line, through cli.Parser.error)."""
+    return (not argv or argv[0] == "nope" or "--bogus" in argv or "abc" in argv or ("nope" in argv and "--backend"
+            in argv) or argv == ["data"])
+
+
+def test_malformed_inputs_through_real_processes(workdir):
+    """A few of the table's cases as a user runs them: a fresh process, its exit status and stderr."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    before = _tree(workdir)
+    for argv in (["train", "latin1.toml", "--out", "r"], ["sweep", "sw_ok.toml", "--out", "sw", "--workers", "0"],
+                 ["report", "corrupt_run", "nodir"], ["train", "cyc_a.toml"]):
+        p = subprocess.run(CLI + argv, cwd=workdir, capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert _tree(workdir) == before
+
+
+def test_broken_pipe_ends_quietly(workdir):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    p = subprocess.Popen(CLI + ["figure", "list"], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env)
+    p.stdout.readline()
+    p.stdout.close()  # the reader leaves, as `| head -1` does
+    err = p.stderr.read().decode()
+    p.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Run identity and re-runs
+
+
+def test_threads_are_not_part_of_a_runs_identity(tmp_path, capsys):
+    cfg = load_config(ROOT / "configs" / "p1" / "cpu_demo.toml")
+    assert cfg.run_id() == "5ec6d3da27d7"  # anchor run ids of existing directories are unchanged
+    one = cfg.replace(**{"train.threads": 1})
+    assert one.run_id() == cfg.run_id()
+    small = tiny_config(**{"train.threads": 0, "train.epochs": 1})
+    train(small.replace(**{"train.threads": 1}), tmp_path / "r", show_progress=False)
+    assert rundir.open_run(tmp_path / "r", small) == "done"  # stored threads = 1, asked threads = 0: the same run
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["train"]["threads"] == 1  # stored as run
+    assert rundir.read_json(tmp_path / "r" / "summary.json")["run_id"] == small.run_id()
+    with pytest.raises(ConfigError, match=r"^init\.gamma: .* holds a run with a different config"):
+        rundir.open_run(tmp_path / "r", small.replace(**{"init.gamma": 0.8}))
+
+
+def test_rerunning_a_finished_sweep_trains_nothing_and_exits_0(tmp_path, capsys):
+    (tmp_path / "base.toml").write_text(TINY0)
+    (tmp_path / "s.toml").write_text('name = "t"\nbase = "base.toml"\n[set]\n"train.epochs" = 1\n'
+                                     '[axes]\n"init.gamma" = [0.5, 1.0]\n')
+    argv = ["sweep", str(tmp_path / "s.toml"), "--out", str(tmp_path / "sw"), "--workers", "2"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert "2 runs: 0 done, 2 to train" in first
+    t = time.time()
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "2 runs: 2 done, 0 to train" in out and "failed" not in out and time.time() - t < 10
+    rows = [json.loads((d / "summary.json").read_text())["run_id"] for d in sorted((tmp_path / "sw").iterdir())
+            if d.is_dir()]
+    assert rows == sorted(d.name for d in (tmp_path / "sw").iterdir() if d.is_dir())  # one run_id everywhere
+    assert main(["collect", str(tmp_path / "sw")]) == 0
+    assert sorted(ln.split(",")[0] for ln in (tmp_path / "sw" / "summary.csv").read_text().splitlines()[1:]) == rows
+
+
+def test_rerunning_the_demo_trains_nothing(tmp_path, capsys):
+    from anchorlab.demo import run_demo
+
+    (tmp_path / "base.toml").write_text(TINY0)
+    (tmp_path / "d.toml").write_text('name = "demo"\nbase = "base.toml"\n[set]\n"train.epochs" = 1\n'
+                                     '[axes]\n"init.gamma" = [1.0, 0.5, 0.1]\n')
+    kw = {"workers": 2, "show_progress": False, "p2_spec": None, "report": False}
+    assert not run_demo(tmp_path / "d.toml", tmp_path / "demo", **kw)["failed_runs"]
+    capsys.readouterr()
+    t = time.time()
+    assert not run_demo(tmp_path / "d.toml", tmp_path / "demo", **kw)["failed_runs"]
+    assert "3 runs: 3 done, 0 to train" in capsys.readouterr().out and time.time() - t < 10
+
+
+def test_duplicate_grid_points_train_once_and_show_at_dry_run(tmp_path):
+    (tmp_path / "base.toml").write_text(TINY_ANCHOR_TOML)
+    (tmp_path / "s.toml").write_text('name = "t"\nbase = "base.toml"\n[axes]\n"init.gamma" = [0.5, 0.5, 1.0]\n')
+    spec = load_sweep(tmp_path / "s.toml")
+    text = describe(spec, tmp_path / "sw")
+    assert "2 runs" in text and "1 duplicate grid point(s) merged" in text and not (tmp_path / "sw").exists()
+    assert len(plan(spec, tmp_path / "sw")) == 2
+
+
+def test_failed_sweep_exits_1_and_names_each_failure(tmp_path, capsys):
+    (tmp_path / "base.toml").write_text(TINY_ANCHOR_TOML)
+    (tmp_path / "s.toml").write_text('name = "t"\nbase = "base.toml"\n[set]\n"train.epochs" = 1\n'
+                                     '[axes]\n"init.gamma" = [0.5, 1.0]\n')
+    spec = load_sweep(tmp_path / "s.toml")
+    bad = plan(spec, tmp_path / "sw")[1][2]
+    bad.mkdir()
+    (bad / rundir.LOCK).write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))  # a live writer
+    assert main(["sweep", str(tmp_path / "s.toml"), "--out", str(tmp_path / "sw"), "--backend", "local"]) == 1
+    out = capsys.readouterr().out
+    assert f"run failed: {bad}: {bad}: another process (pid {os.getpid()}" in out and "1/2 runs done" in out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# One writer per run directory
+
+
+def test_a_second_writer_is_refused_and_a_stale_lock_taken_over(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    (tmp_path / "good.toml").write_text(TINY_ANCHOR_TOML)
+    argv = CLI + ["train", "good.toml", "--set", "train.epochs=400", "--out", "r"]
+    first = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        for _ in range(600):
+            if (tmp_path / "r" / rundir.LOCK).exists() and (tmp_path / "r" / rundir.LOCK).read_text():
+                break
+            time.sleep(0.1)
+        second = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+        assert second.returncode == 2 and len(second.stderr.strip().splitlines()) == 1, second.stderr
+        assert f"another process (pid {first.pid}" in second.stderr
+    finally:
+        first.send_signal(signal.SIGKILL)  # its lock is left behind: stale
+        first.wait()
+    (tmp_path / "r" / rundir.CKPT_DIR / ".resume.safetensors.tmp").write_bytes(b"half")  # a kill's debris
+    assert (tmp_path / "r" / rundir.LOCK).exists()
+    with rundir.writer_lock(tmp_path / "r"):  # the dead writer's lock is taken over, the debris removed
+        assert json.loads((tmp_path / "r" / rundir.LOCK).read_text())["pid"] == os.getpid()
+        assert not list((tmp_path / "r" / rundir.CKPT_DIR).glob(".*.tmp*"))
+    assert not (tmp_path / "r" / rundir.LOCK).exists()
+    third = subprocess.run(CLI + ["train", "good.toml", "--set", "train.epochs=2", "--out", "r"], cwd=tmp_path,
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert third.returncode == 2 and third.stderr.startswith("anchorlab train: error: train.epochs: "), third.stderr
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Workers that die
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_killed_sweep_worker_fails_its_run_and_the_sweep_finishes(tmp_path, retries):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    (tmp_path / "base.toml").write_text(TINY_ANCHOR_TOML)
+    (tmp_path / "s.toml").write_text('name = "t"\nbase = "base.toml"\n[set]\n"train.epochs" = 2\n'
+                                     '[axes]\n"init.gamma, train.epochs" = [[0.5, 400], [1.0, 2]]\n')
+    sweep = subprocess.Popen(CLI + ["sweep", "s.toml", "--out", "sw", "--workers", "2", "--max-retries", str(retries)],
+                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    long_run = plan(load_sweep(tmp_path / "s.toml"), tmp_path / "probe")[0][2].name
+    lock = tmp_path / "sw" / long_run / rundir.LOCK
+    for _ in range(900):
+        if lock.exists() and lock.read_text() and (tmp_path / "sw" / long_run / rundir.METRICS).exists():
+            break
+        time.sleep(0.1)
+    os.kill(json.loads(lock.read_text())["pid"], signal.SIGKILL)
+    if retries:  # the run starts again and resumes; kill it for good once it has the lock again
+        for _ in range(900):
+            if lock.exists() and lock.read_text() and json.loads(lock.read_text())["pid"] != sweep.pid:
+                break
+            time.sleep(0.1)
+        time.sleep(1.0)
+        os.kill(json.loads(lock.read_text())["pid"], signal.SIGKILL)
+    out, _ = sweep.communicate(timeout=300)
+    assert sweep.returncode == 1, out
+    assert f"run failed: {Path('sw') / long_run}: worker process died (killed by SIGKILL)" in out
+    assert ("starting it again (1/1)" in out) == bool(retries)
+    assert "1/2 runs done" in out and "Traceback" not in out and "leaked semaphore" not in out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# NaN and divergence
+
+
+def _finite_files(run_dir: Path) -> None:
+    from safetensors.torch import load_file
+
+    for f in (run_dir / rundir.CKPT_DIR).glob("*.safetensors"):
+        assert all(bool(torch.isfinite(t).all()) for t in load_file(str(f)).values()), f
+
+
+@pytest.mark.parametrize("model", ["gpt", "emb_mlp"])
+def test_a_diverging_run_stops_named_and_keeps_finite_state(tmp_path, model, capsys):
+    extra = ["--set", "task.name='mem_rsn'", "--set", "task.seq_len=3", "--set", "task.data_size=2000",
+             "--set", "model.name='emb_mlp'"] if model == "emb_mlp" else []
+    (tmp_path / "good.toml").write_text(TINY_ANCHOR_TOML)
+    argv = ["train", str(tmp_path / "good.toml"), *extra, "--set", "train.lr=1e3", "--set", "train.lr_multiplier=1.0",
+            "--set", "train.grad_clip=0.0", "--set", "train.epochs=5", "--out", str(tmp_path / "r")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"run {tmp_path / 'r'} diverged at step" in err, err
+    assert "(loss nan)" in err or "(loss inf)" in err or "non-finite weights" in err
+    assert (tmp_path / "r" / rundir.FAILED).exists() and not rundir.is_done(tmp_path / "r")
+    _finite_files(tmp_path / "r")
+    assert all(all(v == v for v in r.values() if isinstance(v, float)) for r in rundir.read_metrics(tmp_path / "r",
+                                                                                                 rundir.EPOCHS))
+
+
+def test_a_diverging_lm_run_stops_named(tmp_path, capsys):
+    pytest.importorskip("transformers")
+    pytest.importorskip("tokenizers")
+    from tests.test_lm import TINY
+
+    argv = ["lm", *[x for s in TINY + ["train.lr=1e6", "train.grad_clip=0.0", "train.epochs=4", "train.eval_every=1"]
+                    for x in ("--set", s)], "--out", str(tmp_path / "r")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "diverged at step" in err and "Traceback" not in err, err
+    assert (tmp_path / "r" / rundir.FAILED).exists()
+    _finite_files(tmp_path / "r")
+
+
+def test_a_diverging_run_of_a_batch_fails_alone(tmp_path):
+    from anchorlab.backends.common import SweepProgress
+    from anchorlab.backends.local import run_batched
+
+    cfgs = [tiny_config(**{"train.epochs": 3}),
+            tiny_config(**{"train.epochs": 3, "train.lr": 1e3, "train.lr_multiplier": 1.0, "train.grad_clip": 0.0})]
+    jobs = [(c, tmp_path / f"b{k}") for k, c in enumerate(cfgs)]
+    results = run_batched(jobs, 2, SweepProgress(jobs, 0, 0, False))
+    assert results[0].error is None and rundir.is_done(tmp_path / "b0")
+    assert "diverged at step" in results[1].error and (tmp_path / "b1" / rundir.FAILED).exists()
+    _finite_files(tmp_path / "b1")
