@@ -131,6 +131,12 @@ def _report(a: argparse.Namespace) -> None:
     print(f"wrote {write_report(a.source, out, a.max_run_figures)}")
 
 
+def _config(a: argparse.Namespace) -> None:
+    from anchorlab.report.config_text import config_text
+
+    print(config_text(a.config, a.set), end="")
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with its errors on one line (exit 2) instead of a usage block and the error."""
 
@@ -190,10 +196,13 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("--out", help="output directory (default runs/reproduce/NAME)"),
         arg("--workers", type=int, default=2, help="1-thread worker processes"), arg("--backend", **BACKEND),
         SET, DRY]),
+    "config": (_config, "print a resolved config as TOML, then the γ-std table of its model", [
+        arg("config", nargs="?", help="TOML config of any run kind (default: the anchor-task defaults)"), SET]),
     "report": (_report, "one self-contained HTML report of a run or sweep directory", [
         arg("source", nargs="+", help="run directories (config.json) and/or sweep directories (sweep.json)"),
         arg("--out", help="HTML path (default FIRST_SOURCE/report.html)"),
-        arg("--max-run-figures", type=int, default=12, help="sweeps: P1 figures for this many runs")]),
+        arg("--max-run-figures", type=int, help="sweeps: P1 figures for this many runs (default: one run per "
+            "grid point, the first seed's, at most 12)")]),
 }
 
 
