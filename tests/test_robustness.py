@@ -334,13 +334,14 @@ def test_a_killed_sweep_worker_fails_its_run_and_the_sweep_finishes(tmp_path, re
         if lock.exists() and lock.read_text() and (tmp_path / "sw" / long_run / rundir.METRICS).exists():
             break
         time.sleep(0.1)
-    os.kill(json.loads(lock.read_text())["pid"], signal.SIGKILL)
-    if retries:  # the run starts again and resumes; kill it for good once it has the lock again
+    first = json.loads(lock.read_text())["pid"]
+    os.kill(first, signal.SIGKILL)
+    if retries:  # the run starts again and resumes; kill it for good once it has taken the dead one's lock
         for _ in range(900):
-            if lock.exists() and lock.read_text() and json.loads(lock.read_text())["pid"] != sweep.pid:
+            text = lock.read_text() if lock.exists() else ""
+            if text and json.loads(text)["pid"] != first:
                 break
             time.sleep(0.1)
-        time.sleep(1.0)
         os.kill(json.loads(lock.read_text())["pid"], signal.SIGKILL)
     out, _ = sweep.communicate(timeout=300)
     assert sweep.returncode == 1, out
@@ -351,6 +352,11 @@ def test_a_killed_sweep_worker_fails_its_run_and_the_sweep_finishes(tmp_path, re
 
 # ------------------------------------------------------------------------------------------------------------
 # NaN and divergence
+
+
+def _error_lines(err: str) -> list[str]:
+    """The lines of stderr the CLI printed (a tqdm bar shares the stream)."""
+    return [ln[ln.index("anchorlab "):] for ln in err.replace("\r", "\n").splitlines() if "anchorlab " in ln]
 
 
 def _finite_files(run_dir: Path) -> None:
@@ -368,8 +374,9 @@ def test_a_diverging_run_stops_named_and_keeps_finite_state(tmp_path, model, cap
     argv = ["train", str(tmp_path / "good.toml"), *extra, "--set", "train.lr=1e3", "--set", "train.lr_multiplier=1.0",
             "--set", "train.grad_clip=0.0", "--set", "train.epochs=5", "--out", str(tmp_path / "r")]
     assert main(argv) == 1
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and f"run {tmp_path / 'r'} diverged at step" in err, err
+    err = _error_lines(capsys.readouterr().err)  # the progress bar aside
+    assert len(err) == 1 and f"run {tmp_path / 'r'} diverged at step" in err[0], err
+    err = err[0]
     assert "(loss nan)" in err or "(loss inf)" in err or "non-finite weights" in err
     assert (tmp_path / "r" / rundir.FAILED).exists() and not rundir.is_done(tmp_path / "r")
     _finite_files(tmp_path / "r")
@@ -385,8 +392,9 @@ def test_a_diverging_lm_run_stops_named(tmp_path, capsys):
     argv = ["lm", *[x for s in TINY + ["train.lr=1e6", "train.grad_clip=0.0", "train.epochs=4", "train.eval_every=1"]
                     for x in ("--set", s)], "--out", str(tmp_path / "r")]
     assert main(argv) == 1
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "diverged at step" in err and "Traceback" not in err, err
+    out = capsys.readouterr().err
+    err = _error_lines(out)
+    assert len(err) == 1 and "diverged at step" in err[0] and "Traceback" not in out, out
     assert (tmp_path / "r" / rundir.FAILED).exists()
     _finite_files(tmp_path / "r")
 
