@@ -115,7 +115,7 @@ def test_attention_output_vectors_cover_every_ordered_pair():
 
 def test_mechanism_scalars_for_the_emb_mlp():
     cfg = load_config(None, ["task.name='mem_rsn'", "task.seq_len=3", "task.data_size=2000", "model.name='emb_mlp'",
-                             "model.d_model=8", "model.d_mlp=16"])
+                             "model.d_model=8", "model.d_mlp=16"], training=False)  # the model only
     model = build_initialized_model(cfg, cfg.task.vocab_size)
     s = mechanism_scalars(model, embed_tokens=item_tokens(cfg.task))
     assert "wq0_n_groups" not in s and set(s) == {"stable_rank/W_E", "stable_rank/W_in", "stable_rank/W_U",

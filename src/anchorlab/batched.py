@@ -206,6 +206,8 @@ def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress
         raise ValueError(f"train_batched: {len(cfgs)} configs but {len(run_dirs)} run directories")
     if not cfgs:
         return []
+    for cfg in cfgs:
+        cfg.validate()  # the batch size against the task's rows too, before anything is written
     bad = batch_mismatch(cfgs)
     if bad is not None:
         raise ConfigError(f"{bad}: runs trained together must share it (shared fields: {', '.join(SHARED_FIELDS)})")

@@ -318,11 +318,13 @@ class RunConfig:
         return run_id_of(identity_of(self))
 
     def replace(self, **dotted: Any) -> RunConfig:
-        """A copy with dotted overrides applied, e.g. ``cfg.replace(**{"init.gamma": 0.8})``."""
+        """A copy with dotted overrides applied, e.g. ``cfg.replace(**{"init.gamma": 0.8})``. Checked as a task
+        description (:meth:`validate` with ``training`` False: a small task under the default batch size is
+        fine here); loading a config file and training check the batch size too."""
         d = self.to_dict()
         for k, v in dotted.items():
             set_dotted(d, k, v)
-        return from_dict(d)
+        return from_dict(d, training=False)
 
 
 # --------------------------------------------------------------------------------------------------

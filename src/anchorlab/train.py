@@ -107,6 +107,7 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
     ``weight_metrics(model)``: extra scalars logged at every evaluation; default :func:`default_weight_metrics`
     (pass ``lambda model: {}`` for none)."""
     run_dir = Path(run_dir)
+    cfg.validate()  # the batch size against the task's rows too, before anything is written
     order = epoch_order(cfg)  # checks a reference file before anything is written
     with rundir.writer_lock(run_dir):  # one writer per run directory
         status = rundir.open_run(run_dir, cfg)
