@@ -410,3 +410,61 @@ def test_a_diverging_run_of_a_batch_fails_alone(tmp_path):
     assert results[0].error is None and rundir.is_done(tmp_path / "b0")
     assert "diverged at step" in results[1].error and (tmp_path / "b1" / rundir.FAILED).exists()
     _finite_files(tmp_path / "b1")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The seq2seq kind (SCAN, COGS, addition): the same identity, lock and divergence contract
+
+S2S_TINY = ["seq2seq.task=scan", "seq2seq.n_train=12", "seq2seq.n_test=8", "model.arch=gpt", "model.n_layers=1",
+            "model.d_model=16", "model.n_heads=2", "train.batch_size=13", "train.eval_every=1000",
+            "train.eval_train_rows=4", "train.checkpoint_every=1000", "train.threads=1"]
+
+
+def _sets(items: list[str]) -> list[str]:
+    return [x for s in items for x in ("--set", s)]
+
+
+def test_threads_are_not_part_of_a_seq2seq_runs_identity(tmp_path):
+    from anchorlab.config_tools import run_id_of
+    from anchorlab.text.seq2seq_config import load_s2s_config
+    from anchorlab.text.seq2seq_train import train_seq2seq
+
+    one = load_s2s_config(None, [*S2S_TINY, "train.epochs=1"])
+    assert one.run_id() == "s2s-" + run_id_of(one.to_dict())  # at the default threads (1): the id as before
+    cfg = load_s2s_config(None, [*S2S_TINY, "train.threads=0", "train.epochs=1"])
+    assert cfg.run_id() == one.run_id()
+    train_seq2seq(one, tmp_path / "r", show_progress=False)
+    assert rundir.open_run(tmp_path / "r", cfg) == "done"  # stored threads = 1, asked threads = 0: the same run
+    assert rundir.read_json(tmp_path / "r" / "summary.json")["run_id"] == cfg.run_id()
+
+
+def test_a_second_seq2seq_writer_is_refused(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    argv = CLI + ["seq2seq", *_sets([*S2S_TINY, "train.epochs=100000"]), "--out", "r"]
+    first = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        for _ in range(600):
+            if (tmp_path / "r" / rundir.LOCK).exists() and (tmp_path / "r" / rundir.LOCK).read_text():
+                break
+            time.sleep(0.1)
+        second = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+        assert second.returncode == 2 and len(second.stderr.strip().splitlines()) == 1, second.stderr
+        assert f"another process (pid {first.pid}" in second.stderr
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert not (tmp_path / "r" / rundir.FAILED).exists()  # the refused writer wrote nothing
+
+
+def test_a_diverging_seq2seq_run_stops_named(tmp_path, capsys):
+    argv = ["seq2seq", *_sets([*S2S_TINY, "train.lr=1e6", "train.grad_clip=0.0", "train.epochs=6",
+                               "train.eval_every=1"]), "--out", str(tmp_path / "r")]
+    assert main(argv) == 1
+    out = capsys.readouterr().err
+    err = _error_lines(out)
+    assert len(err) == 1 and f"run {tmp_path / 'r'} diverged at step" in err[0] and "Traceback" not in out, out
+    assert "(loss nan)" in err[0] or "(loss inf)" in err[0] or "non-finite weights" in err[0]
+    assert any(ln.startswith("anchorlab seq2seq: run ") for ln in out.split("\n")), out  # not after the bar
+    assert (tmp_path / "r" / rundir.FAILED).exists() and not rundir.is_done(tmp_path / "r")
+    _finite_files(tmp_path / "r")
+    assert all(v == v for r in rundir.read_metrics(tmp_path / "r") for v in r.values() if isinstance(v, float))

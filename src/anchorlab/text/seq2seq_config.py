@@ -15,7 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from anchorlab.config_tools import build, check, merge, parse_override, read_toml, run_id_of, set_dotted
+from anchorlab.config_tools import (
+    build,
+    check,
+    identity_of,
+    merge,
+    parse_override,
+    read_toml,
+    run_id_of,
+    set_dotted,
+)
 from anchorlab.text.config import LMInitConfig, LMSeedConfig, LMTrainConfig
 
 
@@ -86,8 +95,9 @@ class Seq2SeqRunConfig:
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
     def run_id(self) -> str:
-        """Stable short hash of the fully resolved config (names run directories)."""
-        return "s2s-" + run_id_of(self.to_dict())
+        """Stable short hash of the fully resolved config (names run directories); execution fields
+        (``train.threads``) are hashed at their defaults: they cannot change the numbers."""
+        return "s2s-" + run_id_of(identity_of(self))
 
 
 def s2s_with_defaults(data: dict[str, Any]) -> dict[str, Any]:

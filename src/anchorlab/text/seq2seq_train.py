@@ -69,10 +69,18 @@ def train_seq2seq(cfg: Seq2SeqRunConfig, run_dir: str | Path, *, progress: Progr
     run_dir = Path(run_dir)
     if not rundir.is_done(run_dir):
         preflight([cfg])  # data files that are not there: fail before anything is written
-    status = rundir.open_run(run_dir, cfg)
-    if status == "done":
-        done: dict[str, Any] = rundir.read_json(run_dir / rundir.SUMMARY)
-        return done
+    with rundir.writer_lock(run_dir):  # one writer per run directory
+        status = rundir.open_run(run_dir, cfg)
+        if status == "done":
+            done: dict[str, Any] = rundir.read_json(run_dir / rundir.SUMMARY)
+            return done
+        rundir.start_writing(run_dir, status)
+        return _train_open(cfg, run_dir, status, progress, show_progress)
+
+
+def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: ProgressFn | None,
+                show_progress: bool) -> dict[str, Any]:
+    """:func:`train_seq2seq` once ``run_dir`` is locked and opened with ``status`` ("new" or "resume")."""
     tc = cfg.train
     device = torch.device(tc.device)
     if device.type == "cpu":
@@ -93,8 +101,12 @@ def train_seq2seq(cfg: Seq2SeqRunConfig, run_dir: str | Path, *, progress: Progr
     running = [0.0, 0]  # output-token loss sum and count since the last evaluation
 
     def eval_record(step: int, epoch: int) -> dict[str, Any]:
+        train_loss = running[0] / running[1] if running[1] else None
+        # nan/inf: stop here, before decoding with nan weights and before anything is saved
+        rundir.check_finite_loss(run_dir, step, train_loss)
+        rundir.check_finite_weights(run_dir, step, dict(model.state_dict()))
         rec: dict[str, Any] = {"step": step, "epoch": epoch, "lr": lm_lr_at(step, tc, total_steps),
-                               "train_loss": running[0] / running[1] if running[1] else None}
+                               "train_loss": train_loss}
         rec.update(evaluate(model, data, train_rows, device))
         running[:] = [0.0, 0]
         rundir.append_metrics(run_dir, rec)
@@ -111,39 +123,42 @@ def train_seq2seq(cfg: Seq2SeqRunConfig, run_dir: str | Path, *, progress: Progr
         bar = tqdm(total=total_steps, initial=step, desc=f"{cfg.seq2seq.task} γ={cfg.init.gamma:g}", unit="step",
                    dynamic_ncols=True)
     model.train()
-    for epoch in range(start_epoch + 1, tc.epochs + 1):
-        perm = batch_order(n, cfg.seeds.train_seed, epoch)
-        epoch_sum = epoch_count = 0.0
-        for i in range(steps_per_epoch):
-            r = perm[i * tc.batch_size:(i + 1) * tc.batch_size]
-            for group in opt.param_groups:
-                group["lr"] = lm_lr_at(step, tc, total_steps)
-            opt.zero_grad(set_to_none=True)
-            loss_sum, count = output_loss(model, x_all[r].to(device), y_all[r].to(device))
-            (loss_sum / max(count, 1)).backward()
-            if tc.grad_clip > 0:
-                nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
-            opt.step()
-            step += 1
-            running[0] += float(loss_sum.detach())
-            running[1] += count
-            epoch_sum, epoch_count = epoch_sum + float(loss_sum.detach()), epoch_count + count
-            if step % tc.eval_every == 0 or step == total_steps:
-                last = eval_record(step, epoch)
-            if bar is not None:
-                bar.set_postfix({"loss": f"{float(loss_sum) / max(count, 1):.3f}",
-                                 "em_test": f"{last['em_test']:.3f}"}, refresh=False)
-                bar.update(1)
-        rundir.append_metrics(run_dir, {"epoch": epoch, "step": step, "train_loss": epoch_sum / max(epoch_count, 1)},
-                              name=rundir.EPOCHS)
-        if epoch % tc.checkpoint_every == 0 or epoch == tc.epochs:
-            rundir.save_checkpoint(run_dir, model, step, epoch)
-        rundir.write_json(run_dir / rundir.CKPT_DIR / RUNNING, {"step": step, "sums": list(running)})
-        rundir.save_resume(run_dir, model, opt, step, epoch)
-        if bar is None and progress is not None:
-            progress(epoch, tc.epochs, {"loss": epoch_sum / max(epoch_count, 1), "em_test": last["em_test"]})
-    if bar is not None:
-        bar.close()
+    try:  # the bar closes before an error line (a diverged run) is printed
+        for epoch in range(start_epoch + 1, tc.epochs + 1):
+            perm = batch_order(n, cfg.seeds.train_seed, epoch)
+            epoch_sum = epoch_count = 0.0
+            for i in range(steps_per_epoch):
+                r = perm[i * tc.batch_size:(i + 1) * tc.batch_size]
+                for group in opt.param_groups:
+                    group["lr"] = lm_lr_at(step, tc, total_steps)
+                opt.zero_grad(set_to_none=True)
+                loss_sum, count = output_loss(model, x_all[r].to(device), y_all[r].to(device))
+                (loss_sum / max(count, 1)).backward()
+                if tc.grad_clip > 0:
+                    nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+                opt.step()
+                step += 1
+                running[0] += float(loss_sum.detach())
+                running[1] += count
+                epoch_sum, epoch_count = epoch_sum + float(loss_sum.detach()), epoch_count + count
+                if step % tc.eval_every == 0 or step == total_steps:
+                    last = eval_record(step, epoch)
+                if bar is not None:
+                    bar.set_postfix({"loss": f"{float(loss_sum.detach()) / max(count, 1):.3f}",
+                                     "em_test": f"{last['em_test']:.3f}"}, refresh=False)
+                    bar.update(1)
+            epoch_loss = epoch_sum / max(epoch_count, 1)
+            rundir.check_finite_loss(run_dir, step, epoch_loss)  # nan/inf: stop before anything of it is saved
+            rundir.append_metrics(run_dir, {"epoch": epoch, "step": step, "train_loss": epoch_loss}, name=rundir.EPOCHS)
+            if epoch % tc.checkpoint_every == 0 or epoch == tc.epochs:
+                rundir.save_checkpoint(run_dir, model, step, epoch)
+            rundir.write_json(run_dir / rundir.CKPT_DIR / RUNNING, {"step": step, "sums": list(running)})
+            rundir.save_resume(run_dir, model, opt, step, epoch)
+            if bar is None and progress is not None:
+                progress(epoch, tc.epochs, {"loss": epoch_loss, "em_test": last["em_test"]})
+    finally:
+        if bar is not None:
+            bar.close()
 
     final = rundir.read_metrics(run_dir)[-1]
     summary = {"run_id": cfg.run_id(), "task": cfg.seq2seq.task, "arch": cfg.model.arch, "gamma": cfg.init.gamma,
