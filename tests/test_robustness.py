@@ -374,8 +374,10 @@ def test_a_diverging_run_stops_named_and_keeps_finite_state(tmp_path, model, cap
     argv = ["train", str(tmp_path / "good.toml"), *extra, "--set", "train.lr=1e3", "--set", "train.lr_multiplier=1.0",
             "--set", "train.grad_clip=0.0", "--set", "train.epochs=5", "--out", str(tmp_path / "r")]
     assert main(argv) == 1
-    err = _error_lines(capsys.readouterr().err)  # the progress bar aside
+    out = capsys.readouterr().err
+    err = _error_lines(out)  # the progress bar aside
     assert len(err) == 1 and f"run {tmp_path / 'r'} diverged at step" in err[0], err
+    assert any(ln.startswith("anchorlab train: run ") for ln in out.split("\n")), out  # the bar closed first
     err = err[0]
     assert "(loss nan)" in err or "(loss inf)" in err or "non-finite weights" in err
     assert (tmp_path / "r" / rundir.FAILED).exists() and not rundir.is_done(tmp_path / "r")
@@ -395,6 +397,7 @@ def test_a_diverging_lm_run_stops_named(tmp_path, capsys):
     out = capsys.readouterr().err
     err = _error_lines(out)
     assert len(err) == 1 and "diverged at step" in err[0] and "Traceback" not in out, out
+    assert any(ln.startswith("anchorlab lm: run ") for ln in out.split("\n")), out  # the bar closed first
     assert (tmp_path / "r" / rundir.FAILED).exists()
     _finite_files(tmp_path / "r")
 

@@ -303,55 +303,58 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
         from tqdm.auto import tqdm
         bar = tqdm(total=tc0.epochs, initial=start_epoch, desc=f"{K} runs batched", unit="ep", dynamic_ncols=True)
     scratch.train()
-    for epoch in range(start_epoch + 1, tc0.epochs + 1):
-        perm_KN = torch.stack([batch_order(n_train, c.seeds.train_seed, epoch) for c in cfgs]).to(device)
-        loss_sum_K = torch.zeros(K, device=device)
-        # lr of every run at every step of the epoch, on the device: a step reads one row, no host transfer.
-        first = step
-        lr_table = torch.tensor([[lr_at(t, c.train, steps_per_epoch) for c in cfgs]
-                                 for t in range(first, first + steps_per_epoch)], dtype=torch.float64, device=device)
-        for i in range(steps_per_epoch):
-            idx_KB = perm_KN[:, i * B:(i + 1) * B]
-            loss_K = train_step(s, scratch, x_train[idx_KB], y_train[idx_KB], lr_table[step - first] * active_K,
-                                hyper, tc0.prune_last, amp)
-            loss_sum_K += loss_K
-            step += 1
-        epoch_loss = (loss_sum_K / steps_per_epoch).tolist()  # the only host sync of the epoch
-        for k, (cfg, d) in enumerate(zip(cfgs, dirs)):
-            if stopped[k]:
-                continue
-            tc = cfg.train
-            try:
-                rundir.check_finite_loss(d, step, epoch_loss[k])
-            except rundir.Diverged as e:  # this run stops; its rows no longer move, the others go on
-                failed.append(str(e))
-                stopped[k] = True
-                active_K[k] = 0.0
-                continue
-            rundir.append_metrics(d, {"epoch": epoch, "step": step, "train_loss": epoch_loss[k]}, rundir.EPOCHS)
-            stop = tc.early_stop_loss > 0 and epoch_loss[k] < tc.early_stop_loss
-            final = epoch == tc.epochs or stop
-            if epoch % tc.eval_every == 0 or final:
-                last[k] = _eval_record(cfg, d, s.load_into(scratch, k), data, all_x, all_y, step, epoch,
-                                       epoch_loss[k], steps_per_epoch, amp)
-            if epoch % tc.checkpoint_every == 0 or final:
-                rundir.save_checkpoint(d, s.load_into(scratch, k), step, epoch)
-            if epoch % tc.resume_every == 0 or final:
-                _save_resume_row(s, k, d, scratch, step, epoch)
-            if progress is not None:
-                status = {"loss": epoch_loss[k], **{m: last[k].get(m) for m in HEADLINE[cfg.task.name]}}
-                progress(index[k], epoch, tc.epochs, status)
-            if final:
-                _finish(cfg, d, s.load_into(scratch, k), steps_per_epoch, n_train, t_start)
-                stopped[k] = True
-                active_K[k] = 0.0  # its rows no longer move: lr 0 leaves p unchanged
+    try:  # the bar closes before an error line (a diverged run) is printed
+        for epoch in range(start_epoch + 1, tc0.epochs + 1):
+            perm_KN = torch.stack([batch_order(n_train, c.seeds.train_seed, epoch) for c in cfgs]).to(device)
+            loss_sum_K = torch.zeros(K, device=device)
+            # lr of every run at every step of the epoch, on the device: a step reads one row, no host transfer.
+            first = step
+            lr_table = torch.tensor([[lr_at(t, c.train, steps_per_epoch) for c in cfgs]
+                                     for t in range(first, first + steps_per_epoch)],
+                                    dtype=torch.float64, device=device)
+            for i in range(steps_per_epoch):
+                idx_KB = perm_KN[:, i * B:(i + 1) * B]
+                loss_K = train_step(s, scratch, x_train[idx_KB], y_train[idx_KB], lr_table[step - first] * active_K,
+                                    hyper, tc0.prune_last, amp)
+                loss_sum_K += loss_K
+                step += 1
+            epoch_loss = (loss_sum_K / steps_per_epoch).tolist()  # the only host sync of the epoch
+            for k, (cfg, d) in enumerate(zip(cfgs, dirs)):
+                if stopped[k]:
+                    continue
+                tc = cfg.train
+                try:
+                    rundir.check_finite_loss(d, step, epoch_loss[k])
+                except rundir.Diverged as e:  # this run stops; its rows no longer move, the others go on
+                    failed.append(str(e))
+                    stopped[k] = True
+                    active_K[k] = 0.0
+                    continue
+                rundir.append_metrics(d, {"epoch": epoch, "step": step, "train_loss": epoch_loss[k]}, rundir.EPOCHS)
+                stop = tc.early_stop_loss > 0 and epoch_loss[k] < tc.early_stop_loss
+                final = epoch == tc.epochs or stop
+                if epoch % tc.eval_every == 0 or final:
+                    last[k] = _eval_record(cfg, d, s.load_into(scratch, k), data, all_x, all_y, step, epoch,
+                                           epoch_loss[k], steps_per_epoch, amp)
+                if epoch % tc.checkpoint_every == 0 or final:
+                    rundir.save_checkpoint(d, s.load_into(scratch, k), step, epoch)
+                if epoch % tc.resume_every == 0 or final:
+                    _save_resume_row(s, k, d, scratch, step, epoch)
+                if progress is not None:
+                    status = {"loss": epoch_loss[k], **{m: last[k].get(m) for m in HEADLINE[cfg.task.name]}}
+                    progress(index[k], epoch, tc.epochs, status)
+                if final:
+                    _finish(cfg, d, s.load_into(scratch, k), steps_per_epoch, n_train, t_start)
+                    stopped[k] = True
+                    active_K[k] = 0.0  # its rows no longer move: lr 0 leaves p unchanged
+            if bar is not None:
+                bar.set_postfix(progress_postfix({"loss": min(epoch_loss)}), refresh=False)
+                bar.update(1)
+            if all(stopped):
+                break
+    finally:
         if bar is not None:
-            bar.set_postfix(progress_postfix({"loss": min(epoch_loss)}), refresh=False)
-            bar.update(1)
-        if all(stopped):
-            break
-    if bar is not None:
-        bar.close()
+            bar.close()
     return [rundir.read_json(d / rundir.SUMMARY) if rundir.is_done(d) else None for d in dirs], failed
 
 

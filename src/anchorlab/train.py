@@ -162,34 +162,37 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
                    dynamic_ncols=True)
     model.train()
     epoch = start_epoch
-    for epoch in range(start_epoch + 1, tc.epochs + 1):
-        perm = order(n_train, epoch).to(device)
-        loss_sum = torch.zeros((), device=device)
-        for i in range(steps_per_epoch):
-            idx = perm[i * tc.batch_size:(i + 1) * tc.batch_size]
-            loss_sum += train_step(model, opt, x_train[idx], y_train[idx], lr_at(step, tc, steps_per_epoch), tc, amp)
-            step += 1
-        epoch_loss = loss_sum.item() / steps_per_epoch  # the only host sync of the epoch
-        rundir.check_finite_loss(run_dir, step, epoch_loss)  # nan/inf: stop before anything of it is saved
-        rundir.append_metrics(run_dir, {"epoch": epoch, "step": step, "train_loss": epoch_loss}, rundir.EPOCHS)
-        stop = tc.early_stop_loss > 0 and epoch_loss < tc.early_stop_loss
-        final = epoch == tc.epochs or stop
-        if epoch % tc.eval_every == 0 or final:
-            last = eval_record(step, epoch, epoch_loss)
-        if epoch % tc.checkpoint_every == 0 or final:
-            rundir.save_checkpoint(run_dir, model, step, epoch)
-        if epoch % tc.resume_every == 0 or final:
-            rundir.save_resume(run_dir, model, opt, step, epoch)
-        status_line = {"loss": epoch_loss, **{k: last.get(k) for k in HEADLINE[cfg.task.name]}}
+    try:  # the bar closes before an error line (a diverged run) is printed
+        for epoch in range(start_epoch + 1, tc.epochs + 1):
+            perm = order(n_train, epoch).to(device)
+            loss_sum = torch.zeros((), device=device)
+            for i in range(steps_per_epoch):
+                idx = perm[i * tc.batch_size:(i + 1) * tc.batch_size]
+                lr = lr_at(step, tc, steps_per_epoch)
+                loss_sum += train_step(model, opt, x_train[idx], y_train[idx], lr, tc, amp)
+                step += 1
+            epoch_loss = loss_sum.item() / steps_per_epoch  # the only host sync of the epoch
+            rundir.check_finite_loss(run_dir, step, epoch_loss)  # nan/inf: stop before anything of it is saved
+            rundir.append_metrics(run_dir, {"epoch": epoch, "step": step, "train_loss": epoch_loss}, rundir.EPOCHS)
+            stop = tc.early_stop_loss > 0 and epoch_loss < tc.early_stop_loss
+            final = epoch == tc.epochs or stop
+            if epoch % tc.eval_every == 0 or final:
+                last = eval_record(step, epoch, epoch_loss)
+            if epoch % tc.checkpoint_every == 0 or final:
+                rundir.save_checkpoint(run_dir, model, step, epoch)
+            if epoch % tc.resume_every == 0 or final:
+                rundir.save_resume(run_dir, model, opt, step, epoch)
+            status_line = {"loss": epoch_loss, **{k: last.get(k) for k in HEADLINE[cfg.task.name]}}
+            if bar is not None:
+                bar.set_postfix(progress_postfix(status_line), refresh=False)
+                bar.update(1)
+            elif progress is not None:
+                progress(epoch, tc.epochs, status_line)
+            if stop:
+                break
+    finally:
         if bar is not None:
-            bar.set_postfix(progress_postfix(status_line), refresh=False)
-            bar.update(1)
-        elif progress is not None:
-            progress(epoch, tc.epochs, status_line)
-        if stop:
-            break
-    if bar is not None:
-        bar.close()
+            bar.close()
 
     summary = make_summary(cfg, run_dir, model, steps_per_epoch, n_train)
     summary["wall_seconds_this_session"] = round(time.time() - t_start, 2)

@@ -114,34 +114,36 @@ def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: Progress
         from tqdm.auto import tqdm
         bar = tqdm(total=total_steps, initial=step, desc=f"lm γ={cfg.init.gamma:g}", unit="step", dynamic_ncols=True)
     model.train()
-    for epoch in range(start_epoch + 1, tc.epochs + 1):
-        perm = batch_order(n, cfg.seeds.train_seed, epoch)
-        for i in range(steps_per_epoch):
-            r = perm[i * tc.batch_size:(i + 1) * tc.batch_size]
-            for group in opt.param_groups:
-                group["lr"] = lm_lr_at(step, tc, total_steps)
-            opt.zero_grad(set_to_none=True)
-            loss, sums = backward_batch(model, train, r, lengths, tc.micro_batches, device)
-            run_sum.add_(sums)
-            if tc.grad_clip > 0:
-                nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
-            opt.step()
-            step += 1
-            if step % tc.eval_every == 0 or step == total_steps:
-                last = eval_record(step, epoch)
-            if bar is not None:
-                bar.set_postfix({"loss": f"{loss.item():.3f}", "L_qa": f"{last['train_loss_prontoqa']:.3f}",
-                                 "L_st": f"{last['train_loss_stories']:.3f}"}, refresh=False)
-                bar.update(1)
-        rundir.check_finite_loss(run_dir, step, loss.item())
-        if epoch % tc.checkpoint_every == 0 or epoch == tc.epochs:
-            rundir.save_checkpoint(run_dir, model, step, epoch)
-        rundir.write_json(run_dir / rundir.CKPT_DIR / RUNNING, {"step": step, "sums": run_sum.tolist()})
-        rundir.save_resume(run_dir, model, opt, step, epoch)
-        if bar is None and progress is not None:
-            progress(epoch, tc.epochs, {"loss": loss.item(), **{k: last[k] for k in STATUS_KEYS}})
-    if bar is not None:
-        bar.close()
+    try:  # the bar closes before an error line (a diverged run) is printed
+        for epoch in range(start_epoch + 1, tc.epochs + 1):
+            perm = batch_order(n, cfg.seeds.train_seed, epoch)
+            for i in range(steps_per_epoch):
+                r = perm[i * tc.batch_size:(i + 1) * tc.batch_size]
+                for group in opt.param_groups:
+                    group["lr"] = lm_lr_at(step, tc, total_steps)
+                opt.zero_grad(set_to_none=True)
+                loss, sums = backward_batch(model, train, r, lengths, tc.micro_batches, device)
+                run_sum.add_(sums)
+                if tc.grad_clip > 0:
+                    nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+                opt.step()
+                step += 1
+                if step % tc.eval_every == 0 or step == total_steps:
+                    last = eval_record(step, epoch)
+                if bar is not None:
+                    bar.set_postfix({"loss": f"{loss.item():.3f}", "L_qa": f"{last['train_loss_prontoqa']:.3f}",
+                                     "L_st": f"{last['train_loss_stories']:.3f}"}, refresh=False)
+                    bar.update(1)
+            rundir.check_finite_loss(run_dir, step, loss.item())
+            if epoch % tc.checkpoint_every == 0 or epoch == tc.epochs:
+                rundir.save_checkpoint(run_dir, model, step, epoch)
+            rundir.write_json(run_dir / rundir.CKPT_DIR / RUNNING, {"step": step, "sums": run_sum.tolist()})
+            rundir.save_resume(run_dir, model, opt, step, epoch)
+            if bar is None and progress is not None:
+                progress(epoch, tc.epochs, {"loss": loss.item(), **{k: last[k] for k in STATUS_KEYS}})
+    finally:
+        if bar is not None:
+            bar.close()
 
     final = rundir.read_metrics(run_dir)[-1]
     summary = {"run_id": cfg.run_id(), "gamma": cfg.init.gamma, "weight_decay": tc.weight_decay,
