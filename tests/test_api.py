@@ -98,3 +98,26 @@ def test_load_run_of_a_language_model_run(tmp_path):
     assert not model.training
     ids = torch.tensor([run.tokenizer().encode("Every cat is a feline.")])
     assert model(ids).shape[:2] == ids.shape
+
+
+def test_load_run_of_a_seq2seq_run(tmp_path):
+    from anchorlab.text.seq2seq_config import Seq2SeqRunConfig, load_s2s_config
+    from anchorlab.text.seq2seq_model import greedy_decode
+    from anchorlab.text.seq2seq_train import train_seq2seq
+    from tests.test_robustness import S2S_TINY
+
+    d = tmp_path / "s2s"
+    train_seq2seq(load_s2s_config(None, [*S2S_TINY, "train.epochs=2"]), d, show_progress=False)
+    run = anchorlab.load_run(d)
+    assert run.kind == "seq2seq" and run.done and isinstance(run.config, Seq2SeqRunConfig)
+    assert run.config == rundir.read_config(d)
+    assert {"em_train", "em_test", "test_loss"} <= set(run.metrics.columns) and len(run.metrics) == 2
+    model = run.model()
+    assert not model.training
+    weights = rundir.load_checkpoint(d)
+    assert all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
+    rows = run.data().evals["test"].rows
+    out = greedy_decode(model, rows, 4, 2, 8, torch.device("cpu"))
+    assert len(out) == len(rows)
+    with pytest.raises(ValueError, match="seq2seq run"):
+        run.tokenizer()

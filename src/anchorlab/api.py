@@ -4,7 +4,7 @@
 
     import anchorlab
     run = anchorlab.load_run("runs/demo/0c84d52a6693")
-    run.config.init.gamma               # the resolved config dataclass (RunConfig, or LMRunConfig for `anchorlab lm`)
+    run.config.init.gamma               # the resolved config dataclass (RunConfig; LMRunConfig, Seq2SeqRunConfig)
     run.metrics.plot(x="step", y="train_loss")   # metrics.jsonl as a pandas DataFrame, one row per evaluation
     run.summary["unseen_symmetric_acc"] # summary.json ({} while the run is unfinished)
     run.checkpoints                     # steps with kept weights, ascending
@@ -26,8 +26,7 @@ from typing import Any
 
 from torch import nn
 
-from anchorlab import rundir
-from anchorlab.config import ConfigError
+from anchorlab import kinds, rundir
 
 
 def _pandas() -> Any:
@@ -53,13 +52,13 @@ def _text(name: str) -> Any:
 
 @dataclass(frozen=True)
 class Run:
-    """One run directory (written by ``anchorlab train``, ``anchorlab lm`` or a sweep), read on demand:
+    """One run directory (written by ``anchorlab train``, ``lm``, ``seq2seq`` or a sweep), read on demand:
     ``metrics``, ``summary`` and ``checkpoints`` are re-read at every access, so a run still training shows
     its latest evaluations."""
 
     path: Path
-    config: Any  # anchorlab.config.RunConfig, or anchorlab.text.config.LMRunConfig for a real-language run
-    kind: str  # "anchor" (the P1 / P2 anchor tasks) or "lm" (GPT-2 on PrOntoQA + stories)
+    config: Any  # RunConfig, LMRunConfig (real language) or Seq2SeqRunConfig (P1's real tasks)
+    kind: str  # its entry in anchorlab.kinds.KINDS: "anchor", "lm" (GPT-2 on PrOntoQA + stories) or "seq2seq"
 
     @property
     def run_id(self) -> str:
@@ -96,12 +95,27 @@ class Run:
         """The model with the weights kept at ``step`` (default: the last checkpoint), in eval mode on the CPU.
 
         Anchor-task runs give our GPT (or Emb-MLP), whose hook points :func:`anchorlab.models.run_with_cache`
-        reads; real-language runs give the γ-initialized HF GPT-2 wrapper (``model(ids)`` -> logits)."""
+        reads; real-language runs give the γ-initialized HF GPT-2 wrapper (``model(ids)`` -> logits); seq2seq
+        runs their decoder (our GPT or the HF GPT-2 wrapper, by ``model.arch``) over the ids of ``data.json``'s
+        ``tokens``."""
         if self.kind == "anchor":
             from anchorlab.analysis import load_model
 
             return load_model(self.path, step)[0]
+        if self.kind == "seq2seq":
+            return self._seq2seq_model(step)
         return self._lm_model(step)
+
+    def _seq2seq_model(self, step: int | None) -> nn.Module:
+        from anchorlab.text.seq2seq import EOS
+        from anchorlab.text.seq2seq_model import build_model
+
+        weights = rundir.load_checkpoint(self.path, step)
+        info = rundir.read_json(self.path / "data.json")  # written before the first checkpoint
+        tokens = list(info["tokens"])
+        model = build_model(self.config, len(tokens), int(info["n_ctx"]), tokens.index(EOS) if EOS in tokens else None)
+        model.load_state_dict(weights)
+        return model.eval()
 
     def _lm_model(self, step: int | None) -> nn.Module:
         weights = rundir.load_checkpoint(self.path, step)
@@ -113,7 +127,9 @@ class Run:
     def tokenizer(self) -> Any:
         """A real-language run's tokenizer (``encode``, ``decode``, ``vocab_size``, ``eos_id``)."""
         if self.kind != "lm":
-            raise ValueError(f"{self.path} is an anchor-task run: its tokens are the integers themselves")
+            raise ValueError(f"{self.path} is an anchor-task run: its tokens are the integers themselves"
+                             if self.kind == "anchor" else
+                             f"{self.path} is a seq2seq run: its vocabulary is the tokens list of its data.json")
         from anchorlab.text.tokenizers import gpt2_tokenizer, load_tokenizer
 
         if self.config.data.tokenizer == "gpt2":
@@ -121,8 +137,12 @@ class Run:
         return load_tokenizer(self.path / "data" / "tokenizer.json")
 
     def data(self) -> Any:
-        """An anchor-task run's dataset (:class:`anchorlab.tasks.TaskData`: inputs, targets, groups, split),
-        regenerated from its config and data seed."""
+        """An anchor-task run's dataset (:class:`anchorlab.tasks.TaskData`: inputs, targets, groups, split), or a
+        seq2seq run's rows (:class:`anchorlab.text.seq2seq_data.TaskRows`), regenerated from its config and seeds."""
+        if self.kind == "seq2seq":
+            from anchorlab.text.seq2seq_data import task_rows
+
+            return task_rows(self.config)
         if self.kind != "anchor":
             raise ValueError(f"{self.path} is a real-language run: its rows are under {self.path / 'data'}")
         from anchorlab.tasks import make_task_data
@@ -135,14 +155,9 @@ class Run:
 
 
 def _read_config(run_dir: Path) -> tuple[Any, str]:
-    raw = rundir.read_json(run_dir / rundir.CONFIG)
-    if "data" not in raw:  # an anchor-task config; a real-language one has a [data] table
-        return rundir.read_config(run_dir), "anchor"
-    try:
-        cfg = rundir.read_config(run_dir)  # reads either kind where the run-kind registry exists
-    except ConfigError:
-        cfg = _text("read_lm_config")(run_dir)
-    return cfg, "lm"
+    """The run's config and its kind, as the run-kind registry (:mod:`anchorlab.kinds`) decides them."""
+    cfg = rundir.read_config(run_dir)
+    return cfg, kinds.kind_of(cfg).name
 
 
 def load_run(run_dir: str | Path) -> Run:
