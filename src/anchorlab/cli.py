@@ -1,4 +1,4 @@
-"""Command line: ``anchorlab train|lm|seq2seq|data|demo|sweep|collect|figure|reproduce|report``. Parses, then
+"""Command line: ``anchorlab train|lm|seq2seq|data|demo|sweep|collect|figure|reproduce|config|report``. Parses, then
 makes one library call per sub-command; values are checked where they are used, and a ConfigError (or a data
 set whose files are missing) is one line, exit 2; every argument is checked before the first file is written.
 

@@ -3,6 +3,8 @@
 Precedence (lowest first): dataclass defaults, then a TOML file, then ``--set key=value`` overrides.
 Every unknown key, wrong type or out-of-range value raises :class:`ConfigError`, whose message names
 the dotted field and what is allowed; the CLI turns it into one line and exit status 2.
+
+Citations: P1 = Zhang et al., NeurIPS 2024, arXiv 2405.05409; P2 = Yao et al., ICML 2025, arXiv 2502.04375.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ __all__ = ["ConfigError", "CompositeTaskConfig", "MemRsnTaskConfig", "ModelConfi
 
 @dataclass(frozen=True)
 class CompositeTaskConfig:
-    """P1 composite anchor task (SPEC §I.1-I.2). Defaults are the paper's."""
+    """P1 composite anchor task (P1 §3 and App. B). Defaults are the paper's."""
 
     name: Literal["composite"] = "composite"
     anchors: tuple[int, ...] = (1, 2, 3, 4)
@@ -112,7 +114,7 @@ class CompositeTaskConfig:
 
 @dataclass(frozen=True)
 class MemRsnTaskConfig:
-    """P2 anchor task (SPEC §II.1): memory anchors map (key, anchors) to a looked-up label, reasoning
+    """P2 anchor task (P2 §3.1): memory anchors map (key, anchors) to a looked-up label, reasoning
     anchors to key + sum(anchors). Defaults are the paper's §3.1 configuration; [INF] choices in comments."""
 
     name: Literal["mem_rsn"] = "mem_rsn"
@@ -186,7 +188,7 @@ TASK_CONFIGS: dict[str, type] = {"composite": CompositeTaskConfig, "mem_rsn": Me
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Decoder-only Transformer (SPEC §I.3). Defaults are P1's paper sizes (2,732,201 parameters)."""
+    """Decoder-only Transformer (P1 eq. 3-6, App. A). Defaults are P1's paper sizes (2,732,201 parameters)."""
 
     name: Literal["gpt", "emb_mlp"] = "gpt"  # "emb_mlp": P2's Emb-MLP (uses d_model, d_mlp, act only)
     d_model: int = 400
@@ -210,7 +212,7 @@ INIT_ROLES = ("embed", "pos_embed", "attn_in", "attn_out", "mlp_in", "mlp_out", 
 
 @dataclass(frozen=True)
 class InitConfig:
-    """γ-initialization: every weight ~ N(0, std = d_in^-γ) (SPEC §I.4)."""
+    """γ-initialization: every weight ~ N(0, std = d_in^-γ) (P1 App. A)."""
 
     gamma: float = 0.5
     # "paper": the authors' d_in table (embeddings use d_model); "fan_in": true input dimension everywhere
@@ -226,7 +228,7 @@ class InitConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation (SPEC §I.5): AdamW, clip 1, per-step warm-up from lr to lr*lr_multiplier, cosine to lr_min."""
+    """Optimisation (P1 App. A): AdamW, clip 1, per-step warm-up from lr to lr*lr_multiplier, cosine to lr_min."""
 
     epochs: int = 210
     batch_size: int = 2048

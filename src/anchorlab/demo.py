@@ -27,7 +27,7 @@ COLUMNS = ("init", "gamma", "std_W_Q", "seed", "seen_train_acc", "seen_test_acc"
 
 
 def outcome(s: dict[str, Any], threshold: float = 0.9) -> str:
-    """The solution type of a run on the held-out pair (SPEC §I.1)."""
+    """The solution type of a run on the held-out pair (P1 §3 and App. B)."""
     if s["seen_test_acc"] < threshold:
         return "no fit" if s["seen_train_acc"] < threshold else "memorized (seen test < 0.9)"
     if s["unseen_inferential_acc"] >= threshold:

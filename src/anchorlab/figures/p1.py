@@ -1,4 +1,4 @@
-"""P1 mechanism figures (SPEC §I.7 E3-E10, inventory §I.9: Fig. 3-5, 10-13, 15, 16) from run and sweep dirs.
+"""P1 mechanism figures (P1 Fig. 3-5, 10-13, 15, 16) from run and sweep dirs.
 
 Every recipe loads kept checkpoints (never trains), computes with :mod:`anchorlab.analysis`, draws with
 :mod:`anchorlab.plotting.mechanisms`, and writes ``<out>/<name>.png`` plus the data as ``<out>/<name>.csv``.

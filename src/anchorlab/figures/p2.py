@@ -1,4 +1,4 @@
-"""P2 figures from run directories of the ``mem_rsn`` task (SPEC §II.6-II.7): Fig. 3A/B, 4, 5, 6, 8.
+"""P2 figures from run directories of the ``mem_rsn`` task (P2 Fig. 3-8): Fig. 3A/B, 4, 5, 6, 8.
 
 Each recipe reads ``config.json``, ``metrics.jsonl`` and the kept checkpoints, computes with
 :mod:`anchorlab.analysis.p2` / :mod:`anchorlab.theory`, draws with :mod:`anchorlab.plotting.p2`, and
