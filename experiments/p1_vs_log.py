@@ -104,6 +104,9 @@ def figure(runs: list[tuple[str, dict, dict]], logs: list[tuple[str, list[dict]]
                      color=c, label=label)
         for ax, (_, j) in zip(axes[1:], panels[1:]):
             ax.plot(e, [r[ACCS[j][2]] for r in log], ls="--", marker="o", mfc="none", color=c, lw=1, label=label)
+    last = max([max(ev, default=0) for _, ev, _ in runs], default=0)
+    for ax in axes:  # the logs run to epoch 210: show the stretch our runs cover, at least the first 30 epochs
+        ax.set_xlim(-1, max(30, last + 3))
     axes[0].set_yscale("log")
     for ax, (title, _) in zip(axes, panels):
         ax.set_title(title, fontsize=10)
