@@ -211,6 +211,18 @@ def same_run(stored: dict[str, Any], cfg: Any) -> bool:
     return identity(as_today(stored, cfg), cfg) == identity(cfg.to_dict(), cfg)
 
 
+def run_locked(run_dir: Path, cfg: Any, body: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """One run's writing, as every trainer does it: take the writer lock, open ``run_dir`` for ``cfg``; a finished
+    run returns its summary, otherwise ``body(status)`` ("new" or "resume") trains and returns the summary."""
+    with writer_lock(run_dir):
+        status = open_run(run_dir, cfg)
+        if status == "done":
+            summary: dict[str, Any] = read_json(run_dir / SUMMARY)
+            return summary
+        start_writing(run_dir, status)
+        return body(status)
+
+
 def start_writing(run_dir: Path, status: str) -> None:
     """A run (status "new" or "resume") starts writing: an earlier ``FAILED`` mark no longer holds."""
     if status != "done":

@@ -109,13 +109,8 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
     run_dir = Path(run_dir)
     cfg.validate()  # the batch size against the task's rows too, before anything is written
     order = epoch_order(cfg)  # checks a reference file before anything is written
-    with rundir.writer_lock(run_dir):  # one writer per run directory
-        status = rundir.open_run(run_dir, cfg)
-        if status == "done":
-            summary: dict[str, Any] = rundir.read_json(run_dir / rundir.SUMMARY)
-            return summary
-        rundir.start_writing(run_dir, status)
-        return _train_open(cfg, run_dir, status, order, progress, show_progress, data, weight_metrics)
+    return rundir.run_locked(run_dir, cfg, lambda status: _train_open(cfg, run_dir, status, order, progress,
+                                                                       show_progress, data, weight_metrics))
 
 
 def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int, int], torch.Tensor],

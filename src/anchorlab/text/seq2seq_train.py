@@ -69,13 +69,7 @@ def train_seq2seq(cfg: Seq2SeqRunConfig, run_dir: str | Path, *, progress: Progr
     run_dir = Path(run_dir)
     if not rundir.is_done(run_dir):
         preflight([cfg])  # data files that are not there: fail before anything is written
-    with rundir.writer_lock(run_dir):  # one writer per run directory
-        status = rundir.open_run(run_dir, cfg)
-        if status == "done":
-            done: dict[str, Any] = rundir.read_json(run_dir / rundir.SUMMARY)
-            return done
-        rundir.start_writing(run_dir, status)
-        return _train_open(cfg, run_dir, status, progress, show_progress)
+    return rundir.run_locked(run_dir, cfg, lambda status: _train_open(cfg, run_dir, status, progress, show_progress))
 
 
 def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: ProgressFn | None,

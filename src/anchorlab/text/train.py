@@ -51,13 +51,7 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, progress: ProgressFn | No
     run_dir = Path(run_dir)
     if not rundir.is_done(run_dir) and not (run_dir / DATA).is_dir():
         story_source(cfg.data.stories)  # stories that are not there: fail before anything is written
-    with rundir.writer_lock(run_dir):  # one writer per run directory
-        status = rundir.open_run(run_dir, cfg)
-        if status == "done":
-            summary: dict[str, Any] = rundir.read_json(run_dir / rundir.SUMMARY)
-            return summary
-        rundir.start_writing(run_dir, status)
-        return _train_open(cfg, run_dir, status, progress, show_progress)
+    return rundir.run_locked(run_dir, cfg, lambda status: _train_open(cfg, run_dir, status, progress, show_progress))
 
 
 def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: ProgressFn | None,
