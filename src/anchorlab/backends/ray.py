@@ -86,7 +86,10 @@ def run_ray(todo: list[Job], progress: SweepProgress, address: str | None = None
             try:
                 results.append(RunResult(d, *_fields(ray.get(ref))))
             except Exception as e:  # the task died more than max_retries times
-                error = f"{type(e).__name__}: {e}"
+                # Ray's own errors span several lines (an OOM kill ends in "Refer to the documentation…"):
+                # keep the error's name and its first line, which say what happened
+                first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
+                error = f"{type(e).__name__}: {first}"
                 progress.event(str(d.resolve()), None, error)
                 results.append(RunResult(d, None, error))
         return results
