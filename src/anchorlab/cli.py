@@ -201,8 +201,8 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
     "report": (_report, "one self-contained HTML report of a run or sweep directory", [
         arg("source", nargs="+", help="run directories (config.json) and/or sweep directories (sweep.json)"),
         arg("--out", help="HTML path (default FIRST_SOURCE/report.html)"),
-        arg("--max-run-figures", type=int, help="sweeps: P1 figures for this many runs (default: one run per "
-            "grid point, the first seed's, at most 12)")]),
+        arg("--max-run-figures", type=int, help="sweeps: the runs compared in the P1 figures (default: one per "
+            "grid point, the first seed's, at most 12); curves and single-run figures for 2 representative ones")]),
 }
 
 

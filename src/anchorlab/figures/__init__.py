@@ -74,6 +74,31 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
     return r.fn(srcs if r.sources == "runs" else srcs[0], Path(out), **options)
 
 
+def settle(fig: Any) -> Any:
+    """``fig`` without the idle layout engine that ``tight_layout`` leaves behind (a placeholder that lays
+    nothing out): with any engine set, ``savefig`` draws the whole figure once more before rendering it, to
+    lay it out. An engine that does lay out (constrained, tight) is kept. Returns ``fig``."""
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
+    if isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine):
+        fig.set_layout_engine(None)
+    return fig
+
+
+def save_figure(fig: Any, rows: list[dict[str, Any]], out: Path, name: str) -> Path:
+    """Write ``out/name.png`` and the data behind it as ``out/name.csv``, close ``fig`` and return the PNG path.
+
+    :func:`settle` drops the idle layout engine first: the PNG is the same, drawn once instead of twice."""
+    from anchorlab.plotting.style import plt
+    from anchorlab.sweep import write_csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    settle(fig).savefig(out / f"{name}.png")
+    plt.close(fig)
+    write_csv(rows, out / f"{name}.csv")
+    return out / f"{name}.png"
+
+
 def _load_all() -> None:
     """Import the recipe modules of every run kind (:func:`anchorlab.kinds.figure_modules`)."""
     import importlib

@@ -41,7 +41,7 @@ from anchorlab.analysis.embeddings import (
 )
 from anchorlab.analysis.spectra import embedding_covariance_eigs, linear_layer_spectra, stable_rank
 from anchorlab.config import ConfigError, RunConfig
-from anchorlab.figures import figure, model_label
+from anchorlab.figures import figure, model_label, save_figure
 from anchorlab.plotting.mechanisms import (
     plot_condensation_rows,
     plot_cosine_heatmaps,
@@ -51,8 +51,7 @@ from anchorlab.plotting.mechanisms import (
     plot_panel_grid,
     plot_spectra,
 )
-from anchorlab.plotting.style import plt
-from anchorlab.sweep import MANIFEST, write_csv
+from anchorlab.sweep import MANIFEST
 
 # E5 (Fig. 4a,b): lower triangle (3,3) vs (2,2), upper triangle (1,2) vs (1,3), keys 30-40.
 E5_KEYS = tuple(range(30, 41))
@@ -109,14 +108,6 @@ RUN_FIGURES: dict[str, Callable[[RunConfig], str | None]] = {
 def why_not(name: str, cfg: RunConfig) -> str | None:
     """None if run-level figure ``name`` can be drawn for a run of ``cfg``, else the reason it cannot."""
     return RUN_FIGURES[name](cfg)
-
-
-def _save(fig: Any, rows: list[dict[str, Any]], out: Path, name: str) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / f"{name}.png")
-    plt.close(fig)
-    write_csv(rows, out / f"{name}.csv")
-    return out / f"{name}.png"
 
 
 def _method(method: str) -> str:
@@ -186,7 +177,7 @@ def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight
         rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "edge", "layer": l_, "query": k, "key": j,
                   "weight": w} for l_, k, j, w in flow_edges(flow)]
     fig = plot_information_flows(flows, tokens, titles, highlights, min_weight=min_weight)
-    return _save(fig, rows, Path(out), "p1-fig3")
+    return save_figure(fig, rows, Path(out), "p1-fig3")
 
 
 @figure("p1-fig3b", "run", "P1 Fig. 3b: PCA or t-SNE of the first attention block's output, coloured by pair")
@@ -201,7 +192,7 @@ def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5
                             f"X^ao(1), last token, {word}: {_label(cfg)}")
     rows = [{"a1": int(a), "a2": int(b), "method": method, "dim1": float(c[0]), "dim2": float(c[1])}
             for (a, b), c in zip(pairs, coords)]
-    return _save(fig, rows, Path(out), "p1-fig3b")
+    return save_figure(fig, rows, Path(out), "p1-fig3b")
 
 
 @figure("p1-fig4", "run", "P1 Fig. 4: fused-vector cosines with equal-target boxes (E5) and the single-anchor map (E6)")
@@ -234,7 +225,7 @@ def p1_fig4(run_dir: Path, out: str | Path, step: Step = None) -> Path:
             for i in range(len(keys)) for j in range(len(keys))]
     rows += [{"panel": "E6", "row": labels6[i], "col": labels6[j], "cosine": C6[i, j],
               "equal_target": bool(boxes6[i, j])} for i in range(len(k6)) for j in range(len(k6))]
-    return _save(fig, rows, Path(out), "p1-fig4")
+    return save_figure(fig, rows, Path(out), "p1-fig4")
 
 
 def _condensation(model: Any, cfg: RunConfig, threshold: float, method: str = "pca", layer: int = 0) -> dict[str, Any]:
@@ -264,7 +255,7 @@ def p1_fig5(run_dirs: Sequence[Path], out: str | Path, threshold: float = 0.7, m
                   "group": gid[int(i)], "order": o} for o, i in enumerate(c["perm"])]
         rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "embedding", "method": method, "token": tok,
                   "dim1": xy[0], "dim2": xy[1]} for tok, xy in zip(c["tokens"], c["coords"])]
-    return _save(plot_condensation_rows(panels), rows, Path(out), "p1-fig5")
+    return save_figure(plot_condensation_rows(panels), rows, Path(out), "p1-fig5")
 
 
 @figure("p1-fig12", "runs", "P1 Fig. 12: embedding covariance eigenvalues, and the leading ones over kept checkpoints")
@@ -284,7 +275,7 @@ def p1_fig12(run_dirs: Sequence[Path], out: str | Path, top_k: int = 4, step: St
         evolutions.append((_label(cfg), np.asarray(steps), eigs[:, :top_k]))
         rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "step": s, "index": i + 1, "eigenvalue": float(e)}
                  for s, es in zip(steps, eigs) for i, e in enumerate(es)]
-    return _save(plot_covariance_eigs(spectra, evolutions), rows, Path(out), "p1-fig12")
+    return save_figure(plot_covariance_eigs(spectra, evolutions), rows, Path(out), "p1-fig12")
 
 
 @figure("p1-fig13", "runs", "P1 Fig. 13: singular values of every weight matrix with stable ranks, a line per run")
@@ -303,7 +294,7 @@ def p1_fig13(run_dirs: Sequence[Path], out: str | Path, step: Step = None) -> Pa
     fig = plot_spectra(specs, labels, notes=notes,
                        title="singular values (sr = stable rank Σ(s/s_max)²); larger γ = smaller init "
                              "(P1's Fig. 13 caption swaps the γ labels)")
-    return _save(fig, rows, Path(out), "p1-fig13")
+    return save_figure(fig, rows, Path(out), "p1-fig13")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -361,7 +352,7 @@ def _grid(name: str, sweep_dir: Path, out: Path, kind: str, x: str, y: str, y_to
     what = f"W_Q⁰ neuron cosine, greedy-reordered (threshold {threshold:g})" if kind == "cosine" else \
         f"item-token embeddings, {word} (colour = token value)"
     fig = plot_panel_grid(xs, ys, panels, kind, x.split(".")[-1], y.split(".")[-1], y_top_first, what)
-    return _save(fig, rows, out, name)
+    return save_figure(fig, rows, out, name)
 
 
 @figure("p1-fig10", "sweep", "P1 Fig. 10: grid of W_Q(1) cosine matrices over γ (x) × depth (y)")

@@ -20,12 +20,14 @@ from anchorlab.analysis import load_model
 from anchorlab.analysis import p2 as A
 from anchorlab.analysis.embeddings import pca_2d
 from anchorlab.config import ConfigError, RunConfig
-from anchorlab.figures import figure, model_label
+from anchorlab.figures import figure, model_label, save_figure
 from anchorlab.plotting import p2 as P
-from anchorlab.sweep import write_csv
 from anchorlab.theory import constructed_embeddings, label_distribution_exact
 
 SETS = ("mem", "rsn_train", "rsn_test")
+# The model P2 draws each single-run figure for (Fig. 4: the Emb-MLP; Fig. 5, 6: the Transformer). The recipes
+# draw them for the other model too where they apply; a report's sweep page keeps to the paper's.
+PAPER_MODEL = {"p2-fig4": "emb_mlp", "p2-fig5": "gpt", "p2-fig6": "gpt"}
 
 
 def _config(run_dir: Path, name: str, model: str | None = None) -> RunConfig:
@@ -36,13 +38,6 @@ def _config(run_dir: Path, name: str, model: str | None = None) -> RunConfig:
     if model is not None and cfg.model.name != model:
         raise ConfigError(f"figure {name}: {run_dir} has model.name = {cfg.model.name!r}; this figure needs {model!r}")
     return cfg
-
-
-def _save(fig: Any, rows: list[dict[str, Any]], out: Path, name: str) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / f"{name}.png")
-    write_csv(rows, out / f"{name}.csv")
-    return out / f"{name}.png"
 
 
 def _epoch_of(run_dir: Path) -> dict[int, int]:
@@ -69,7 +64,7 @@ def _sets_over_training(runs: list[Path], out: Path, name: str, model: str) -> P
                           "step": r["step"], "set": s, "loss": r[f"{s}_loss"], "acc": r[f"{s}_acc"]} for s in SETS]
     model_name = {"gpt": "Transformer", "emb_mlp": "Emb-MLP"}[model]
     fig = P.plot_sets_over_training(panels, f"P2 {model_name}: loss and accuracy on D_mem, D_rsn,train, D_rsn,test")
-    return _save(fig, rows, out, name)
+    return save_figure(fig, rows, out, name)
 
 
 @figure("p2-fig3a", "runs", "P2 Fig. 3A: Transformer loss/accuracy on the three sets, one column per γ (mean, min-max)")
@@ -127,7 +122,7 @@ def p2_fig4(run_dir: Path, out: Path, step: int | Sequence[int] | None = None) -
     hi = task.key_max + task.q * max(rsn)
     fig = P.plot_fig4(mats, centred, theory["label"], (theory["label"][off], theory["trained"][off], theory["r_label"]),
                       (task.key_min, hi))
-    return _save(fig, rows, out, "p2-fig4")
+    return save_figure(fig, rows, out, "p2-fig4")
 
 
 @figure("p2-fig5", "run", "P2 Fig. 5: anchor cosines, PCA of W_E, theory (eq. 14) vs trained, PCA of w̃")
@@ -158,7 +153,7 @@ def p2_fig5(run_dir: Path, out: Path, step: int | Sequence[int] | None = None, r
                       (coords, toks, ratio), th["eq14"], rsn,
                       {"trained": th["row_trained"], "eq14": th["row_eq14"], "label": th["row_label"]}, row_anchor,
                       pca_theory)
-    return _save(fig, rows, out, "p2-fig5")
+    return save_figure(fig, rows, out, "p2-fig5")
 
 
 @figure("p2-fig6", "run", "P2 Fig. 6: first attention layer ≈ averaging operator, W^V spectrum and alignment")
@@ -187,7 +182,7 @@ def p2_fig6(run_dir: Path, out: Path, step: int | Sequence[int] | None = None, n
              for k, a in (("memory", mem), ("reasoning", rsn)) for s, c in zip(a, al[k]["abs_cos_u1"])]
     fig = P.plot_fig6(att["mean"], att["average"], att["max_abs_dev"], sv,
                       {"memory": (mem, al["memory"]["abs_cos_u1"]), "reasoning": (rsn, al["reasoning"]["abs_cos_u1"])})
-    return _save(fig, rows, out, "p2-fig6")
+    return save_figure(fig, rows, out, "p2-fig6")
 
 
 @figure("p2-fig8", "runs", "P2 Fig. 8: memory label rules (U(Z) vs key window) and outputs per label-range group")
@@ -228,4 +223,4 @@ def p2_fig8(runs: list[Path], out: Path, step: int | Sequence[int] | None = None
                       "output": int(v), "count": int(c)} for v, c in zip(*np.unique(p, return_counts=True))]
     if not left and not right:
         raise ConfigError("figure p2-fig8: no runs given")
-    return _save(P.plot_fig8(left, right), rows, out, "p2-fig8")
+    return save_figure(P.plot_fig8(left, right), rows, out, "p2-fig8")

@@ -8,10 +8,10 @@ from typing import Any
 
 from anchorlab import rundir
 from anchorlab.config import ConfigError
-from anchorlab.figures import figure, model_label
+from anchorlab.figures import figure, model_label, save_figure
 from anchorlab.phase import SEED_AXES, phase_grid
 from anchorlab.plotting.figures import plot_gamma_comparison, plot_phase_diagrams
-from anchorlab.sweep import MANIFEST, collect, write_csv
+from anchorlab.sweep import MANIFEST, collect
 
 FIG2_AXES = ("init.gamma", "model.n_layers")
 
@@ -70,12 +70,7 @@ def p1_gamma(run_dirs: list[Path], out: str | Path) -> Path:
     if not rows:
         raise ConfigError("figure p1-gamma: needs composite-task (P1) runs with at least one evaluation")
     pairs = sorted({r["pair"] for r in rows})
-    fig = plot_gamma_comparison(rows, pair=" / ".join(pairs))
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "p1-gamma.png")
-    write_csv(rows, out / "p1-gamma.csv")
-    return out / "p1-gamma.png"
+    return save_figure(plot_gamma_comparison(rows, pair=" / ".join(pairs)), rows, Path(out), "p1-gamma")
 
 
 def _fig2_line(rows: list[dict[str, Any]], axis: str, out: Path, use_best_epoch: bool) -> Path:
@@ -100,23 +95,17 @@ def _fig2_line(rows: list[dict[str, Any]], axis: str, out: Path, use_best_epoch:
                                 xlabel=axis, dots="seed" if seed_axis else "run",
                                 title=f"P1 Fig. 2 over {axis}: held-out pair (4,3) "
                                       f"({'best' if use_best_epoch else 'final'} evaluation)")
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "p1-fig2.png")
-    write_csv(table, out / "p1-fig2.csv")
-    return out / "p1-fig2.png"
+    return save_figure(fig, table, out, "p1-fig2")
 
 
 def _save_grid(fig: Any, g: dict[str, Any], metrics: tuple[str, ...], out: Path, name: str,
                coords: Callable[[Any, Any], dict[str, Any]]) -> Path:
     """``out/name.png`` and one CSV row per cell: ``coords(x, y)``, the metrics, seen-test accuracy,
     hatching and the number of seeds averaged."""
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / f"{name}.png")
     table = [{**coords(xv, yv), **{m: g[m][i, j] for m in (*metrics, "seen_test_acc")},
               "hatched": bool(g["mask"][i, j]), "n_seeds": int(g["n_seeds"][i, j])}
              for i, yv in enumerate(g["ys"]) for j, xv in enumerate(g["xs"])]
-    write_csv(table, out / f"{name}.csv")
-    return out / f"{name}.png"
+    return save_figure(fig, table, out, name)
 
 
 def _lr_wd_rows(sweep_dir: Path) -> tuple[list[dict[str, Any]], str]:

@@ -13,9 +13,8 @@ from typing import Any
 
 from anchorlab import rundir
 from anchorlab.config import ConfigError
-from anchorlab.figures import figure
+from anchorlab.figures import figure, save_figure
 from anchorlab.plotting import real_tasks as P
-from anchorlab.sweep import write_csv
 from anchorlab.text.seq2seq_config import Seq2SeqRunConfig
 
 PANELS = (  # (task, metric, panel title): P1 Fig. 6a, 6b, 6c
@@ -59,13 +58,6 @@ def train_size(cfg: Seq2SeqRunConfig, info: dict[str, Any]) -> int:
     return int(info["n_train_commands"] if cfg.seq2seq.task == "scan" else info["n_train"])
 
 
-def _save(fig: Any, rows: list[dict[str, Any]], out: Path, name: str) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / f"{name}.png")
-    write_csv(rows, out / f"{name}.csv")
-    return out / f"{name}.png"
-
-
 @figure("p1-fig6", "runs", "P1 Fig. 6: exact match vs training-set size (SCAN test; COGS test and gen), one line "
         "per (γ, weight decay), seeds as dots")
 def p1_fig6(runs: list[Path], out: Path) -> Path:
@@ -88,7 +80,7 @@ def p1_fig6(runs: list[Path], out: Path) -> Path:
                     for key, by_n in sorted(by_panel[task, metric].items(), key=lambda kv: -kv[0][0])]
         panels.append({"title": title, "xlabel": SIZE_LABEL[task], "settings": settings})
     fig = P.plot_accuracy_vs_size(panels, "P1 Fig. 6: small init + large wd vs large init + small wd")
-    return _save(fig, rows, out, "p1-fig6")
+    return save_figure(fig, rows, out, "p1-fig6")
 
 
 @figure("p1-fig17a", "runs", "P1 Fig. 17a: addition, answer exact match on the held-out square [400, 600]² (solid) "
@@ -106,4 +98,4 @@ def p1_fig17a(runs: list[Path], out: Path) -> Path:
                   "em_train": r["em_train"], "em_test": r["em_test"]} for r in hist]
     settings = [{"label": setting_label(k), "runs": v} for k, v in sorted(groups.items(), key=lambda kv: -kv[0][0])]
     fig = P.plot_accuracy_over_training(settings, "P1 Fig. 17a: addition a + b, test a, b ∈ [400, 600]")
-    return _save(fig, rows, out, "p1-fig17a")
+    return save_figure(fig, rows, out, "p1-fig17a")

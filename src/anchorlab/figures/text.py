@@ -13,9 +13,8 @@ from typing import Any
 
 from anchorlab import rundir
 from anchorlab.config import ConfigError
-from anchorlab.figures import figure
+from anchorlab.figures import figure, save_figure
 from anchorlab.plotting import text as P
-from anchorlab.sweep import write_csv
 from anchorlab.text.config import LMRunConfig
 from anchorlab.text.mix import SOURCES
 
@@ -35,13 +34,6 @@ def _runs(runs: list[Path], name: str) -> list[tuple[LMRunConfig, list[dict[str,
             raise ConfigError(f"figure {name}: {d} has no evaluations in metrics.jsonl yet")
         out.append((cfg, hist, d))
     return sorted(out, key=lambda t: (t[0].init.gamma, t[0].seeds.init_seed, str(t[2])))
-
-
-def _save(fig: Any, rows: list[dict[str, Any]], out: Path, name: str) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / f"{name}.png")
-    write_csv(rows, out / f"{name}.csv")
-    return out / f"{name}.png"
 
 
 def _label(cfg: LMRunConfig) -> str:
@@ -73,7 +65,7 @@ def p2_fig1(runs: list[Path], out: Path) -> Path:
                   "epoch": r["epoch"], "source": s, "train_loss": r[f"train_loss_{s}"],
                   "test_loss": r[f"test_loss_{s}"]} for r in hist for s in SOURCES]
     fig = P.plot_source_losses(panels, "P2 Fig. 1: loss on each source of the PrOntoQA + stories mix")
-    return _save(fig, rows, out, "p2-fig1")
+    return save_figure(fig, rows, out, "p2-fig1")
 
 
 @figure("p2-fig7a", "runs", "P2 Fig. 7A: ΔL = (L_stories − L_PrOntoQA)/L_PrOntoQA (training loss) over training, per γ")
@@ -91,7 +83,7 @@ def p2_fig7a(runs: list[Path], out: Path) -> Path:
                   "L_prontoqa": r["train_loss_prontoqa"], "L_stories": r["train_loss_stories"], "delta_L": v}
                  for r, v in zip(hist, dl)]
     fig = P.plot_curves_by_gamma(curves, "ΔL = (L_stories − L_PrOntoQA) / L_PrOntoQA", "P2 Fig. 7A")
-    return _save(fig, rows, out, "p2-fig7a")
+    return save_figure(fig, rows, out, "p2-fig7a")
 
 
 @figure("p2-fig7b", "runs", "P2 Fig. 7B: mean pairwise cosine of token embeddings, PrOntoQA-only vs story-only "
@@ -108,7 +100,7 @@ def p2_fig7b(runs: list[Path], out: Path, all_tokens: bool = False) -> Path:
                   "cos_stories": r[f"emb_cos_stories{suffix}"]} for r in hist]
     fig = P.plot_curves_by_gamma(curves, "mean pairwise cosine of token embeddings",
                                  "P2 Fig. 7B: PrOntoQA (solid) vs stories (dashed)")
-    return _save(fig, rows, out, "p2-fig7b")
+    return save_figure(fig, rows, out, "p2-fig7b")
 
 
 def convergence_step(hist: list[dict[str, Any]], level: float) -> float:
@@ -135,4 +127,4 @@ def p1_fig7(runs: list[Path], out: Path, level: float = 0.99) -> Path:
                          "steps": [sum(s for s, _ in by_n[n]) / len(by_n[n]) for n in ns],
                          "acc": [sum(a for _, a in by_n[n]) / len(by_n[n]) for n in ns]})
     fig = P.plot_data_size(settings, f"P1 Fig. 7: PrOntoQA (convergence: train acc ≥ {level:g})")
-    return _save(fig, rows, out, "p1-fig7")
+    return save_figure(fig, rows, out, "p1-fig7")

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from anchorlab.plotting.style import plt, style
+from anchorlab.plotting.style import grid_margins, plt, style
 
 MAX_LEGEND = 8  # legend entries per panel at most; more series are grouped (one colour and entry per group)
 STYLES = ("-", "--", ":", "-.")
@@ -64,5 +64,6 @@ def plot_training_curves(epochs: Sequence[float], panels: Mapping[str, Mapping[s
                 ax.legend(fontsize=6, frameon=len(order) > 4, framealpha=0.6)
         if title:
             fig.suptitle(title, fontsize=9)
-        fig.tight_layout()
+        grid_margins(fig, nr, nc, top=0.55 if title else 0.3)  # tight_layout's result for these panels
     return fig
+

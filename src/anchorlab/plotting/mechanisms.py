@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator, NullLocator
 
-from anchorlab.plotting.style import COLORS, plt, style
+from anchorlab.plotting.style import COLORS, grid_margins, plt, style
 
 LAYER_GAP = 4.0  # authors' plot_info_flow: nodes of layer l at y = 4·l
 Edge = tuple[int, int, int]  # (layer l, query k, key j)
@@ -281,7 +281,8 @@ def plot_spectra(spectra: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.nd
             axes[0][0].legend(fontsize=7)
         if title:
             fig.suptitle(title, fontsize=9)
-        fig.tight_layout()
+        grid_margins(fig, nrows, min(ncols, len(names)), left=0.55, bottom=0.4, top=0.6 if title else 0.35,
+                     wgap=0.72, hgap=0.55)  # tight_layout's result for these panels (titles, log y, no x label)
     return fig
 
 
@@ -311,5 +312,5 @@ def plot_covariance_eigs(spectra: Sequence[tuple[str, np.ndarray]],
             ax.set_xlabel("step")
             ax.set_title(f"(b) over training: {label}", fontsize=9)
             ax.legend(fontsize=7)
-        fig.tight_layout()
+        grid_margins(fig, 1, n, left=0.75, right=0.2, bottom=0.55, top=0.5, wgap=0.75)  # (a)'s two-line title
     return fig

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from anchorlab.plotting.style import plt, style
+from anchorlab.plotting.style import grid_margins, plt, style
 
 SET_COLORS = {"mem": "#d62728", "rsn_train": "#1f77b4", "rsn_test": "#2ca02c"}
 SET_LABELS = {"mem": "D_mem", "rsn_train": "D_rsn,train", "rsn_test": "D_rsn,test"}
@@ -43,7 +43,8 @@ def plot_sets_over_training(panels: Sequence[dict[str, Any]], title: str = "") -
         fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=3)
         if title:
             fig.suptitle(title)
-        fig.tight_layout(rect=(0, 0.06, 1, 1))
+        # tight_layout's result for these panels: y labels, the shared x axis, the legend below
+        grid_margins(fig, 2, len(panels), left=0.85, bottom=0.85, top=0.65 if title else 0.35, wgap=0.67, hgap=0.2)
     return fig
 
 

@@ -2,8 +2,9 @@
 apply to it (:data:`anchorlab.figures.p1.RUN_FIGURES`; the others listed with the reason; P2 figures for the
 ``mem_rsn`` task), and a sweep's page: a phase diagram over its first two non-seed axes, the collected table
 (γ ascending), the curves of all runs in one figure, the sweep grid figures, the figures that compare runs
-(drawn once over the runs that get figures, one panel or line per run), then one section per run (its own
-curves and single-run figures for those runs, tables for all)."""
+(drawn once over the runs that get figures, one panel or line per run), then one section per run: curves and
+single-run figures for at most two :func:`representative` runs of those, named on the page with why they were
+chosen (these figures took most of a report's time), tables for all."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from anchorlab import rundir
 from anchorlab.config import ConfigError
 from anchorlab.figures import FIGURES, model_label, names
 from anchorlab.figures.p1 import RUN_FIGURES, SWEEP_FIGURES, sweep_why_not, why_not
+from anchorlab.figures.p2 import PAPER_MODEL
 from anchorlab.metrics import HEADLINE
 from anchorlab.phase import SEED_AXES, phase_grid
 from anchorlab.plotting.curves import plot_training_curves
@@ -42,6 +44,13 @@ PHASE_METRICS = {"composite": (("unseen_inferential_acc", "unseen_symmetric_acc"
 MECHANISM_KEYS = ("wq0_n_groups", "wq0_largest_group_frac", "embed_cov_top_share")
 MAX_COMPARED = 6  # runs in one figure that compares runs (a panel, row or line each)
 DEFAULT_RUN_FIGURES = 12  # runs of a sweep that get figures when not told: one per grid point, at most this
+# The runs of a sweep that get the single-run mechanism figures (P1 Fig. 3b, 4; P2 Fig. 4-6): per task, the run
+# with the highest final value of the first metric (reasons most), then another with the highest value of the
+# second (memorizes most). These figures take most of a report's time; a run's own report draws all of them.
+REPRESENTATIVE = {"composite": (("unseen_inferential_acc", "most inferential on the held-out pair"),
+                                ("unseen_symmetric_acc", "most symmetric on the held-out pair")),
+                  "mem_rsn": (("rsn_test_acc", "reasons most: highest D_rsn,test accuracy"),
+                              ("mem_acc", "memorizes most: highest D_mem accuracy"))}
 
 
 def run_page(run_dir: Path, anchor: str = "") -> str:
@@ -67,9 +76,8 @@ def _curve_panels(history: list[dict[str, Any]], cfg: Any) -> tuple[dict[str, di
         panels["accuracy per group"] = {g: [r.get("group_acc", {}).get(g) for r in history] for g in names}
         held = tuple(f"{a}-{b}_" for a, b in getattr(cfg.task, "held_out", ()))
         if held and len(names) > 8:
-            n_seen = sum(not g.startswith(held) for g in names)
-            groups["accuracy per group"] = {g: g if g.startswith(held) else f"seen pairs ({n_seen} groups)"
-                                            for g in names}
+            # the legend counts a group's lines: "seen pairs (30)"
+            groups["accuracy per group"] = {g: g if g.startswith(held) else "seen pairs" for g in names}
     mech = {k: [r.get(k) for r in history] for k in MECHANISM_KEYS if k in history[-1]}
     if mech:
         panels["mechanism scalars"] = {k: v for k, v in mech.items() if k != "wq0_n_groups"}
@@ -159,11 +167,12 @@ def _final_metrics(summary: dict[str, Any], cfg: Any) -> str:
 
 
 def _run_section(run_dir: Path, figures: bool, level: int = 3, all_p2: bool = False, anchor: str = "",
-                 in_sweep: bool = False) -> str:
+                 in_sweep: bool = False, left_out: str = "") -> str:
     """A run's config, curves, final metrics and figures: the P1 ones that apply and, for the ``mem_rsn``
     task, the P2 ones (single-run recipes; with ``all_p2`` also those over several runs). ``in_sweep``: the
     figures that compare runs are on the sweep's page, so only single-run recipes are drawn here, and the
-    curves only for runs with ``figures`` (the others are in the sweep's curves of all runs)."""
+    curves only for runs with ``figures`` (the others are in the sweep's curves of all runs); ``left_out``:
+    why a run without ``figures`` has none (HTML; default: --max-run-figures)."""
     cfg = rundir.read_config(run_dir)
     hs = f"h{level + 1}"
     history = rundir.read_metrics(run_dir)
@@ -186,8 +195,8 @@ def _run_section(run_dir: Path, figures: bool, level: int = 3, all_p2: bool = Fa
     if not has_ckpt:
         parts.append('<p class="skip">no kept checkpoint: no figures</p>')
     elif not figures:
-        parts.append(f'<p class="skip">figures left out (--max-run-figures; the first seed of each grid point '
-                     f"comes first); draw them with <code>anchorlab report {esc(run_dir)}</code></p>")
+        why = left_out or "figures left out (--max-run-figures; the first seed of each grid point comes first)"
+        parts.append(f'<p class="skip">{why}; draw them with <code>anchorlab report {esc(run_dir)}</code></p>')
     else:
         skipped = []
         if in_sweep:
@@ -202,8 +211,15 @@ def _run_section(run_dir: Path, figures: bool, level: int = 3, all_p2: bool = Fa
             else:
                 parts.append(drawn(name, [run_dir], FIGURES[name].help))
         if cfg.task.name == "mem_rsn":
-            p2, p2_skipped = _p2_figures([run_dir], ("run", "runs") if all_p2 else ("run",))
+            model = cfg.model.name if in_sweep else None
+            p2, p2_skipped = _p2_figures([run_dir], ("run", "runs") if all_p2 else ("run",), model)
             parts.append(f"<{hs}>Figures (P2)</{hs}>" + "".join(p2))
+            other = [n for n, m in PAPER_MODEL.items() if model and m != model]
+            if other:
+                paper = {"gpt": "Transformer", "emb_mlp": "Emb-MLP"}[PAPER_MODEL[other[0]]]
+                parts.append(f'<p class="skip">left out on a sweep\'s page: {esc(", ".join(other))} (P2 draws them '
+                             f"for the {paper}); <code>anchorlab report {esc(run_dir)}</code> draws those that "
+                             "apply to this run</p>")
             skipped += p2_skipped
         if skipped:
             parts.append(skipped_list("not applicable to this run", skipped))
@@ -228,12 +244,15 @@ def _compared(runs: list[Path], anchor: str) -> str:
     return "\n".join(parts)
 
 
-def _p2_figures(sources: list[Path], kinds: tuple[str, ...]) -> tuple[list[str], list[str]]:
+def _p2_figures(sources: list[Path], kinds: tuple[str, ...], model: str | None = None) -> tuple[list[str], list[str]]:
     """The P2 figures (registered ``p2-*`` recipes whose sources are in ``kinds``) drawn from ``sources``:
     (embedded figures, skipped ones with the recipe's reason). A recipe says it does not apply by raising
-    :class:`ConfigError` (e.g. "this figure needs 'emb_mlp'")."""
+    :class:`ConfigError` (e.g. "this figure needs 'emb_mlp'"). With ``model``, the single-run figures that
+    P2 draws for another model (:data:`~anchorlab.figures.p2.PAPER_MODEL`) are left out."""
     parts, skipped = [], []
     for name in names():
+        if model and PAPER_MODEL.get(name, model) != model:
+            continue
         if name.startswith("p2-") and FIGURES[name].sources in kinds:
             try:
                 parts.append(drawn(name, sources, FIGURES[name].help))
@@ -276,6 +295,21 @@ def _figure_order(manifest: dict[str, Any]) -> tuple[list[str], int]:
     return firsts + [r for r, p in runs if p.get(seed_axis) != first], len(firsts)
 
 
+def representative(runs: list[Path], rows: list[dict[str, Any]], task: str) -> dict[Path, str]:
+    """The runs of ``runs`` that get the single-run mechanism figures, with why each was chosen: for each
+    metric of :data:`REPRESENTATIVE` in turn, the run not yet chosen with its highest final value (ties: the
+    first in ``runs``; runs without a value last). A task without an entry: the first run."""
+    final = {r["run_id"]: r for r in rows}
+    chosen: dict[Path, str] = {}
+    for metric, why in REPRESENTATIVE.get(task, ((None, "first run"),)):
+        left = [d for d in runs if d not in chosen]
+        if left:
+            value = [final.get(d.name, {}).get(metric) if metric else None for d in left]
+            best = max(range(len(left)), key=lambda i: (value[i] is not None, value[i] or 0.0, -i))
+            chosen[left[best]] = why
+    return chosen
+
+
 def _sorted_rows(rows: list[dict[str, Any]], axes: list[str]) -> list[dict[str, Any]]:
     """The collected rows as a reader compares them: γ ascending first, then the other axes, seeds last."""
     order = sorted(axes, key=lambda a: (a != "init.gamma", a in SEED_AXES))
@@ -289,9 +323,9 @@ def _sorted_rows(rows: list[dict[str, Any]], axes: list[str]) -> list[dict[str, 
 def sweep_page(sweep_dir: Path, max_run_figures: int | None = None, anchor: str = "") -> tuple[str, str]:
     """(title, HTML) of an anchor-task sweep: phase diagram, collected table (γ ascending), the curves of all
     runs, sweep figures, the figures that compare runs (over the first ``max_run_figures`` runs with a
-    checkpoint, at most :data:`MAX_COMPARED`, those of the first seed first), then every run (its curves and
-    single-run figures for those ``max_run_figures`` runs; tables for all). ``None``: one run per grid point
-    (the first seed's), at most :data:`DEFAULT_RUN_FIGURES`."""
+    checkpoint, at most :data:`MAX_COMPARED`, those of the first seed first), then every run (curves and
+    single-run figures for the :func:`representative` ones among those ``max_run_figures`` runs; tables for
+    all). ``None``: one run per grid point (the first seed's), at most :data:`DEFAULT_RUN_FIGURES`."""
     manifest = rundir.read_json(sweep_dir / MANIFEST)
     axes = list(manifest.get("axes", {}))
     rows = _sorted_rows(collect(sweep_dir), axes)
@@ -333,9 +367,17 @@ def sweep_page(sweep_dir: Path, max_run_figures: int | None = None, anchor: str 
     else:
         parts.append('<p class="skip">no run with a kept checkpoint among those that get figures '
                      "(--max-run-figures)</p>")
+    chosen = representative(gets_figures, rows, task)
+    named = "; ".join(f'<a href="#{anchor}run-{esc(d.name)}">{esc(d.name)}</a> ({esc(why)})'
+                      for d, why in chosen.items())
     parts.append(f'<h2 id="{anchor}runs">Runs</h2>')
+    if chosen:
+        parts.append(f'<p class="skip">curves and single-run mechanism figures for {len(chosen)} representative '
+                     f"run(s) of those compared: {named}</p>")
     for d in existing:
-        parts.append(_run_section(d, figures=d in gets_figures, anchor=anchor, in_sweep=True))
+        why = f"compared above; its own figures are drawn for the representative runs only ({named})" \
+            if d in gets_figures else ""
+        parts.append(_run_section(d, figures=d in chosen, anchor=anchor, in_sweep=True, left_out=why))
     missing = [d.name for d in run_dirs if d not in existing]
     if missing:
         parts.append(f'<p class="skip">not started: {esc(", ".join(missing))}</p>')

@@ -37,9 +37,10 @@ def write_report(source: str | Path | Sequence[str | Path], out: str | Path | No
                  max_run_figures: int | None = None) -> Path:
     """Write the HTML report of run directories (with ``config.json``) and/or sweep directories (with
     ``sweep.json``), one section each, to ``out`` (default ``<first source>/report.html``); returns its path.
-    In a sweep the P1/P2 figures are drawn for ``max_run_figures`` runs with a checkpoint (default: one per
-    grid point, at most 12), those of the first seed first (every run gets its tables; its curves are in the
-    sweep's figure of all runs)."""
+    In a sweep the figures that compare runs are drawn over ``max_run_figures`` runs with a checkpoint
+    (default: one per grid point, at most 12; those of the first seed first), and the curves and single-run
+    figures of at most two representative runs among them (:func:`.anchor.representative`); every run gets
+    its tables, and its curves are in the sweep's figure of all runs."""
     sources = [Path(source)] if isinstance(source, (str, Path)) else [Path(s) for s in source]
     if not sources:
         raise ConfigError("source: give at least one run or sweep directory")
