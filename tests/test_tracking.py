@@ -73,3 +73,111 @@ def test_wandb_offline(tmp_path, monkeypatch):
     assert len(offline) == 1
     (log,) = offline[0].glob("*.wandb")  # the run's records, for `wandb sync`
     assert log.stat().st_size > 0
+
+
+def _scalars(run_dir, tag, reader="event_accumulator"):
+    """(step, value) of a tag as TensorBoard's readers see it: ``event_accumulator`` (the one above) or
+    ``plugin_event_accumulator`` (what the TensorBoard server's Python loader uses)."""
+    mod = pytest.importorskip(f"tensorboard.backend.event_processing.{reader}")
+    if reader == "event_accumulator":
+        return [(e.step, e.value) for e in _accumulator(run_dir).Scalars(tag)]
+    acc = mod.EventAccumulator(str(run_dir), size_guidance={mod.TENSORS: 0})
+    acc.Reload()
+    return [(e.step, float(e.tensor_proto.float_val[0])) for e in acc.Tensors(tag)]
+
+
+def test_a_resumed_session_replaces_the_steps_it_runs_again(tmp_path):
+    """Session 1 logs steps 0, 5, 10, 15 and is interrupted with its state saved at step 7; session 2 resumes
+    and logs 10, 15, 20: the readers show each step once, session 2's values after the resume point."""
+    pytest.importorskip("tensorboard")
+    first = tracking.Session(tmp_path)
+    for step in (0, 5, 10, 15):
+        first.log({"step": step, "train_loss": 1.0 + step})
+    second = tracking.Session(tmp_path)
+    second.resume(7)
+    for step in (10, 15, 20):
+        second.log({"step": step, "train_loss": 100.0 + step})
+    want = [(0, 1.0), (5, 6.0), (10, 110.0), (15, 115.0), (20, 120.0)]
+    assert _scalars(tmp_path, "train_loss") == want
+    assert _scalars(tmp_path, "train_loss", "plugin_event_accumulator") == want
+    # a run started again from scratch in the same directory (no resume state): only the new session is shown
+    third = tracking.Session(tmp_path)
+    third.log({"step": 0, "train_loss": 7.0})
+    assert _scalars(tmp_path, "train_loss") == _scalars(tmp_path, "train_loss", "plugin_event_accumulator") \
+        == [(0, 7.0)]
+
+
+def _interrupt_after_an_evaluation(monkeypatch, step):
+    """The run stops right after its evaluation at ``step`` is logged, before the epoch's state is saved: it
+    will resume from the last epoch's state, with evaluations logged after it."""
+    real = tracking.log_metrics
+
+    def log_metrics(run_dir, record, **kw):
+        real(run_dir, record, **kw)
+        if record["step"] == step:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(tracking, "log_metrics", log_metrics)
+    return real
+
+
+def _assert_events_match_metrics(run, tags):
+    history = rundir.read_metrics(run)
+    for tag in tags:
+        want = [(r["step"], pytest.approx(r[tag], rel=1e-6)) for r in history if r.get(tag) is not None]
+        assert want, tag
+        for reader in ("event_accumulator", "plugin_event_accumulator"):
+            assert _scalars(run, tag, reader) == want, (tag, reader)
+
+
+def test_lm_run_writes_tensorboard_and_resumes_without_repeated_steps(tmp_path, monkeypatch):
+    pytest.importorskip("tensorboard")
+    pytest.importorskip("transformers")
+    pytest.importorskip("tokenizers")
+    from anchorlab.text.train import train_lm
+    from tests.test_lm import tiny
+
+    cfg = tiny("init.gamma=0.5")  # 5 steps an epoch, evaluations every 3 steps
+    train_lm(cfg, tmp_path / "ref", show_progress=False)
+    tags = ("train_loss", "lr", "grad_norm", "train_loss_prontoqa", "test_loss_stories", "test_acc_prontoqa",
+            "emb_cos_prontoqa")
+    _assert_events_match_metrics(tmp_path / "ref", tags)
+    assert {"train_loss_stories", "train_acc_prontoqa", "emb_cos_stories_all"} <= set(_accumulator(tmp_path / "ref")
+                                                                                     .Tags()["scalars"])
+    real = _interrupt_after_an_evaluation(monkeypatch, step=9)  # steps 6 and 9 logged, the state of step 5 kept
+    with pytest.raises(KeyboardInterrupt):
+        train_lm(cfg, tmp_path / "r", show_progress=False)
+    monkeypatch.setattr(tracking, "log_metrics", real)
+    train_lm(cfg, tmp_path / "r", show_progress=False)
+    assert rundir.read_metrics(tmp_path / "r") == rundir.read_metrics(tmp_path / "ref")
+    _assert_events_match_metrics(tmp_path / "r", tags)
+
+
+def test_seq2seq_run_writes_tensorboard_and_resumes_without_repeated_steps(tmp_path, monkeypatch):
+    pytest.importorskip("tensorboard")
+    from anchorlab.text.seq2seq_train import train_seq2seq
+    from tests.test_seq2seq_train import scan_cfg
+
+    cfg = scan_cfg("train.epochs=20", "train.eval_every=5")  # one step an epoch
+    train_seq2seq(cfg, tmp_path / "ref", show_progress=False)
+    tags = ("train_loss", "test_loss", "em_train", "em_test", "lr", "grad_norm")
+    _assert_events_match_metrics(tmp_path / "ref", tags)
+    real = _interrupt_after_an_evaluation(monkeypatch, step=10)  # step 10 logged, the state of step 9 kept
+    with pytest.raises(KeyboardInterrupt):
+        train_seq2seq(cfg, tmp_path / "r", show_progress=False)
+    monkeypatch.setattr(tracking, "log_metrics", real)
+    train_seq2seq(cfg, tmp_path / "r", show_progress=False)
+    assert rundir.read_metrics(tmp_path / "r") == rundir.read_metrics(tmp_path / "ref")
+    _assert_events_match_metrics(tmp_path / "r", tags)
+
+
+def test_seq2seq_run_sends_its_records_to_wandb_when_asked(tmp_path, monkeypatch):
+    from anchorlab.text.seq2seq_train import train_seq2seq
+    from tests.test_seq2seq_train import scan_cfg
+
+    sent = []
+    monkeypatch.setenv(tracking.WANDB_ENV, "1")
+    monkeypatch.setattr(tracking, "write_wandb", lambda run_dir, record: sent.append((run_dir, record)))
+    train_seq2seq(scan_cfg("train.epochs=4", "train.eval_every=2"), tmp_path / "r", show_progress=False)
+    assert sent == [(tmp_path / "r", r) for r in rundir.read_metrics(tmp_path / "r")]
+    assert [r["step"] for _, r in sent] == [0, 2, 4]

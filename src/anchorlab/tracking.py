@@ -4,12 +4,17 @@
 writes) and appends its scalars:
 
 - **TensorBoard** (``pip install 'anchorlab[track]'``): every top-level number of the record (losses, accuracies,
-  the (4,3) inferential / symmetric fractions, ``lr``, ``grad_norm`` where the record has it, mechanism
-  scalars) and each entry of ``group_acc`` as ``group_acc/<group>``, at the record's ``step``. The events go
-  to one file per run, ``<run_dir>/events.out.tfevents.anchorlab``, opened in append mode for each record:
-  no open handle is kept, a resumed run continues the same file, and the file has the same name in every run
-  directory. ``tensorboard --logdir runs/`` shows every run below ``runs/``. Without the ``tensorboard``
-  package nothing is written, and the process says so once on stderr.
+  the (4,3) inferential / symmetric fractions, exact match, ``lr``, ``grad_norm`` where the record has it,
+  mechanism scalars) and each entry of ``group_acc`` as ``group_acc/<group>``, at the record's ``step``. The
+  events go to one file per run, ``<run_dir>/events.out.tfevents.anchorlab``, opened in append mode for each
+  record: no open handle is kept, a resumed run continues the same file, and the file has the same name in
+  every run directory. ``tensorboard --logdir runs/`` shows every run below ``runs/``. Without the
+  ``tensorboard`` package nothing is written, and the process says so once on stderr.
+- **Sessions** (:class:`Session`, used by the real-language trainers): the first record a training session
+  sends is preceded by a ``SessionLog.START`` event at the step the session starts from (0, or the step after
+  the resume point), as TensorFlow's own writers mark a restart. TensorBoard's readers then drop the events an
+  earlier session wrote for the steps this one runs again, so after a resume the curves hold each step once,
+  as ``metrics.jsonl`` does (whose records after the resume point are dropped too).
 - **W&B** (``pip install wandb``), off unless ``ANCHORLAB_WANDB=1`` (or ``wandb=True``): one W&B run per run
   directory, id = the run directory's name, config = its ``config.json``, files under ``<run_dir>/wandb/``.
   ``WANDB_MODE=offline`` keeps it on the disk (``wandb sync`` uploads it later); ``ANCHORLAB_WANDB_PROJECT``
@@ -66,19 +71,22 @@ def tensorboard_available() -> bool:
     return True
 
 
-def write_tensorboard(run_dir: str | Path, record: dict[str, Any]) -> bool:
-    """Append the record's scalars to ``<run_dir>/events.out.tfevents.anchorlab``; False if TensorBoard is absent."""
+def write_tensorboard(run_dir: str | Path, record: dict[str, Any], session_start: int | None = None) -> bool:
+    """Append the record's scalars to ``<run_dir>/events.out.tfevents.anchorlab``, after a ``SessionLog.START``
+    at step ``session_start`` when given (see :class:`Session`); False if TensorBoard is absent."""
     if not tensorboard_available():
         _note_once("tensorboard", "tensorboard is not installed, so runs write no TensorBoard event files "
                                   "(pip install 'anchorlab[track]')")
         return False
-    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.event_pb2 import Event, SessionLog
     from tensorboard.compat.proto.summary_pb2 import Summary
     from tensorboard.summary.writer.record_writer import RecordWriter
 
     path = Path(run_dir) / EVENTS
     now = time.time()
     events = [] if path.exists() else [Event(wall_time=now, file_version="brain.Event:2")]
+    if session_start is not None:
+        events.append(Event(wall_time=now, step=session_start, session_log=SessionLog(status=SessionLog.START)))
     values = [Summary.Value(tag=tag, simple_value=v) for tag, v in scalars(record).items()]
     events.append(Event(wall_time=now, step=int(record.get("step", 0)), summary=Summary(value=values)))
     with open(path, "ab") as f:
@@ -121,9 +129,30 @@ def finish() -> None:
         run.finish()
 
 
-def log_metrics(run_dir: str | Path, record: dict[str, Any], *, wandb: bool | None = None) -> None:
-    """Send one metrics record to TensorBoard (when installed) and to W&B (when ``wandb``, default: the
-    ``ANCHORLAB_WANDB`` environment variable, is true)."""
-    write_tensorboard(run_dir, record)
+def log_metrics(run_dir: str | Path, record: dict[str, Any], *, wandb: bool | None = None,
+                session_start: int | None = None) -> None:
+    """Send one metrics record to TensorBoard (when installed; after a session start at step ``session_start``
+    when given) and to W&B (when ``wandb``, default: the ``ANCHORLAB_WANDB`` environment variable, is true)."""
+    write_tensorboard(run_dir, record, session_start)
     if wandb_enabled() if wandb is None else wandb:
         write_wandb(run_dir, record)
+
+
+class Session:
+    """The tracking of one training session of a run (one call of a trainer): :meth:`log` sends each
+    evaluation record (:func:`log_metrics`); the first one is preceded by the session's start, at step 0, or
+    after :meth:`resume`, at the step after the resume point. TensorBoard then drops what an earlier session
+    of the run wrote for the steps this one runs again. (W&B, which does not take a step back, keeps the
+    first values it got for them.)"""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.start: int | None = 0
+
+    def resume(self, step: int) -> None:
+        """The session continues a run whose state was saved at ``step``."""
+        self.start = step + 1
+
+    def log(self, record: dict[str, Any]) -> None:
+        log_metrics(self.run_dir, record, session_start=self.start)
+        self.start = None

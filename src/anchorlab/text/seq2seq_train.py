@@ -7,8 +7,9 @@ AdamW over shuffled rows (every parameter decays, as in the other runs), the rea
 (the vocabulary and the counts of the drawn data; the rows themselves are regenerated, deterministically, on
 resume). ``metrics.jsonl`` has per evaluation: step, epoch, lr, train_loss (running since the last evaluation),
 test_loss (teacher-forced output loss), em_train (exact match on ``train.eval_train_rows`` fixed training rows),
-em_test, and for COGS em_gen (mean over the generalization types, equal weight), em_gen_overall (over examples)
-and em_gen:<type> per type.
+em_test, for COGS em_gen (mean over the generalization types, equal weight), em_gen_overall (over examples)
+and em_gen:<type> per type, and with ``train.grad_clip`` > 0 grad_norm (the last step's gradient norm before
+clipping). Each record also goes to TensorBoard (and W&B if asked: :mod:`anchorlab.tracking`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from anchorlab import rundir
+from anchorlab import rundir, tracking
 from anchorlab.cpu import setup_cpu
 from anchorlab.schedule import lm_lr_at
 from anchorlab.text.seq2seq import Seq2SeqRows
@@ -93,6 +94,8 @@ def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: Pro
     model = build_model(cfg, data.vocab_size, data.n_ctx, data.eos_id).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay, fused=fused_adamw(device))
     running = [0.0, 0]  # output-token loss sum and count since the last evaluation
+    grad_norm = torch.zeros((), device=device)  # the last step's gradient norm before clipping (clipping computes it)
+    track = tracking.Session(run_dir)
 
     def eval_record(step: int, epoch: int) -> dict[str, Any]:
         train_loss = running[0] / running[1] if running[1] else None
@@ -102,12 +105,16 @@ def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: Pro
         rec: dict[str, Any] = {"step": step, "epoch": epoch, "lr": lm_lr_at(step, tc, total_steps),
                                "train_loss": train_loss}
         rec.update(evaluate(model, data, train_rows, device))
+        if tc.grad_clip > 0 and step > 0:
+            rec["grad_norm"] = grad_norm.item()
         running[:] = [0.0, 0]
         rundir.append_metrics(run_dir, rec)
+        track.log(rec)  # TensorBoard (+ W&B if ANCHORLAB_WANDB=1)
         return rec
 
     step, start_epoch, last, resumed = rundir.start_or_resume(run_dir, model, opt, status, lambda: eval_record(0, 0))
     if resumed:
+        track.resume(step)  # TensorBoard drops what the interrupted session logged after the resume point
         saved = rundir.read_json(run_dir / rundir.CKPT_DIR / RUNNING)
         if saved["step"] == step:
             running[:] = saved["sums"]
@@ -129,7 +136,7 @@ def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: Pro
                 loss_sum, count = output_loss(model, x_all[r].to(device), y_all[r].to(device))
                 (loss_sum / max(count, 1)).backward()
                 if tc.grad_clip > 0:
-                    nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+                    grad_norm.copy_(nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip))
                 opt.step()
                 step += 1
                 running[0] += float(loss_sum.detach())

@@ -3,8 +3,10 @@
 The run directory follows :mod:`anchorlab.rundir` (``config.json`` holds an ``LMRunConfig``), plus the
 data of :mod:`anchorlab.text.data`. ``metrics.jsonl`` has per evaluation: step, epoch, lr, train_loss
 (running, since the last evaluation), {train,test}_loss_{prontoqa,stories}, {train,test}_acc_prontoqa,
-emb_cos_{prontoqa,stories}[_all] (:mod:`anchorlab.text.model`). ``train_loss_*`` scores a fixed, seeded
-subset of ``train.eval_train_rows`` training rows per source in eval mode.
+emb_cos_{prontoqa,stories}[_all] (:mod:`anchorlab.text.model`), and with ``train.grad_clip`` > 0 grad_norm (the
+last step's gradient norm before clipping). ``train_loss_*`` scores a fixed, seeded subset of
+``train.eval_train_rows`` training rows per source in eval mode. Each record also goes to TensorBoard (and W&B
+if asked: :mod:`anchorlab.tracking`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from anchorlab import rundir
+from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError
 from anchorlab.cpu import setup_cpu
 from anchorlab.schedule import lm_lr_at
@@ -77,6 +79,8 @@ def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: Progress
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay,
                             fused=fused_adamw(device))
     run_sum = torch.zeros(len(SOURCES), 2)  # running per-source train loss since the last evaluation
+    grad_norm = torch.zeros((), device=device)  # the last step's gradient norm before clipping (clipping computes it)
+    track = tracking.Session(run_dir)
 
     def eval_record(step: int, epoch: int) -> dict[str, Any]:
         seen = run_sum[:, 1].sum()
@@ -93,12 +97,16 @@ def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: Progress
         rec["train_acc_prontoqa"] = tr.get("acc", float("nan"))
         rec["test_acc_prontoqa"] = te.get("acc", float("nan"))
         rec.update(embedding_cosines(model, token_sets))
+        if tc.grad_clip > 0 and step > 0:
+            rec["grad_norm"] = grad_norm.item()
         run_sum.zero_()
         rundir.append_metrics(run_dir, rec)
+        track.log(rec)  # TensorBoard (+ W&B if ANCHORLAB_WANDB=1)
         return rec
 
     step, start_epoch, last, resumed = rundir.start_or_resume(run_dir, model, opt, status, lambda: eval_record(0, 0))
     if resumed:
+        track.resume(step)  # TensorBoard drops what the interrupted session logged after the resume point
         running = rundir.read_json(run_dir / rundir.CKPT_DIR / RUNNING)
         if running["step"] == step:  # the running train loss since the last evaluation, saved with the state
             run_sum.copy_(torch.tensor(running["sums"]))
@@ -119,7 +127,7 @@ def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: Progress
                 loss, sums = backward_batch(model, train, r, lengths, tc.micro_batches, device)
                 run_sum.add_(sums)
                 if tc.grad_clip > 0:
-                    nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+                    grad_norm.copy_(nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip))
                 opt.step()
                 step += 1
                 if step % tc.eval_every == 0 or step == total_steps:
