@@ -22,3 +22,18 @@ def test_throughput_runs_and_counts_flops_exactly(tmp_path):
     assert fl["train_pruned"] == pytest.approx(fl["analytic_3x_fwd_pruned"], rel=1e-9)
     assert fl["train_unpruned"] == pytest.approx(fl["analytic_3x_fwd_unpruned"], rel=1e-9)
     assert fl["train_pruned"] < fl["train_unpruned"]
+
+
+def test_report_benchmark_runs(tmp_path):
+    """benchmarks/report.py times `anchorlab report` and its baseline figure (speed is not asserted)."""
+    from benchmarks import report
+
+    from anchorlab.train import train
+    from tests.conftest import tiny_config
+
+    train(tiny_config(**{"task.data_size": 800, "train.epochs": 1}), tmp_path / "run", show_progress=False)
+    r = report.main([str(tmp_path / "run"), "--repeats", "1", "--baseline-figures", "1",
+                     "--out", str(tmp_path / "b.json")])
+    assert json.loads((tmp_path / "b.json").read_text()) == r
+    assert r["report"]["figures"] == 7 and r["report"]["bytes"] > 0 and r["report"]["wall_s"] > 0
+    assert r["baseline_figure_s"] > 0 and r["report_in_baseline_figures"] > 0
