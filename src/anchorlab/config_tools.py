@@ -182,6 +182,17 @@ def read_toml(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]
     return data
 
 
+
+def layered(path: str | Path | None, overrides: list[str] | tuple[str, ...],
+            with_defaults: Any) -> dict[str, Any]:
+    """The plain data of a config: ``with_defaults`` (defaults merged under a dict) <- TOML file (``base =
+    "..."`` allowed) <- dotted overrides. The caller builds and validates its dataclass from it."""
+    d: dict[str, Any] = with_defaults(read_toml(path) if path is not None else {})
+    for item in overrides:
+        key, value = parse_override(item)
+        set_dotted(d, key, value)
+    return d
+
 # Fields that say how a run is executed, not what it computes: stored in config.json, but neither compared
 # when a run directory is opened again nor hashed into the run id (a config class may name its own in a
 # class constant ``execution_fields``). Threads: a sweep runs each worker with one; the numbers are the same.

@@ -20,11 +20,9 @@ from anchorlab.config_tools import (
     check,
     check_seeds,
     identity_of,
+    layered,
     merge,
-    parse_override,
-    read_toml,
     run_id_of,
-    set_dotted,
     valid_device,
 )
 
@@ -203,8 +201,4 @@ def lm_from_dict(d: dict[str, Any]) -> LMRunConfig:
 
 def load_lm_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> LMRunConfig:
     """Defaults <- TOML file (``base = "..."`` allowed) <- dotted overrides; validated."""
-    d = lm_with_defaults(read_toml(path) if path is not None else {})
-    for item in overrides:
-        key, value = parse_override(item)
-        set_dotted(d, key, value)
-    return lm_from_dict(d)
+    return lm_from_dict(layered(path, overrides, lm_with_defaults))

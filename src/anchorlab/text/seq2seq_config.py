@@ -19,11 +19,9 @@ from anchorlab.config_tools import (
     build,
     check,
     identity_of,
+    layered,
     merge,
-    parse_override,
-    read_toml,
     run_id_of,
-    set_dotted,
 )
 from anchorlab.text.config import LMInitConfig, LMSeedConfig, LMTrainConfig
 
@@ -111,8 +109,4 @@ def s2s_from_dict(d: dict[str, Any]) -> Seq2SeqRunConfig:
 
 def load_s2s_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> Seq2SeqRunConfig:
     """Defaults <- TOML file (``base = "..."`` allowed) <- dotted overrides; validated."""
-    d = s2s_with_defaults(read_toml(path) if path is not None else {})
-    for item in overrides:
-        key, value = parse_override(item)
-        set_dotted(d, key, value)
-    return s2s_from_dict(d)
+    return s2s_from_dict(layered(path, overrides, s2s_with_defaults))
