@@ -95,3 +95,21 @@ def test_demo_sweep_loads():
 
     spec = load_sweep(CONFIGS / "demo.toml")
     assert len(spec.configs()) == 9
+
+
+@pytest.mark.parametrize("name", ["p1_frontier_d128", "p1_frontier_d256"])
+def test_frontier_sweeps_keep_the_paper_wq_std_at_their_adjusted_gamma(name):
+    """The frontier's adjusted small γ keeps W_Q's std at the paper's 400^-0.8 (its comments say so); the kept
+    γ 0.8 and the middle γ 0.5 are the paper's values; widths in the paper's proportions."""
+    from anchorlab.init import init_std
+    from anchorlab.sweep import load_sweep
+
+    configs = [cfg for _, cfg in load_sweep(CONFIGS / "sweeps" / f"{name}.toml").configs()]
+    gammas = sorted({c.init.gamma for c in configs})
+    assert gammas[:2] == [0.5, 0.8] and len(gammas) == 3
+    for c in configs:
+        m = c.model
+        assert (m.d_head, m.d_mlp) == (m.d_model // 2, 3 * m.d_model) and m.d_model < 400
+        if c.init.gamma == gammas[2]:
+            std = init_std("attn_in", (m.n_heads, m.d_model, m.d_head), c.init)
+            assert std == pytest.approx(400 ** -0.8, rel=5e-3)
