@@ -181,3 +181,29 @@ def test_seq2seq_run_sends_its_records_to_wandb_when_asked(tmp_path, monkeypatch
     train_seq2seq(scan_cfg("train.epochs=4", "train.eval_every=2"), tmp_path / "r", show_progress=False)
     assert sent == [(tmp_path / "r", r) for r in rundir.read_metrics(tmp_path / "r")]
     assert [r["step"] for _, r in sent] == [0, 2, 4]
+
+
+@pytest.mark.parametrize("trainer", ["train", "train_batched"])
+def test_anchor_run_resumes_without_repeated_tensorboard_steps(tmp_path, monkeypatch, trainer):
+    """An anchor run (alone, or as a row of a batched group) interrupted after an evaluation that its saved state
+    does not cover evaluates that epoch again on resume: TensorBoard shows each step once, as metrics.jsonl does."""
+    pytest.importorskip("tensorboard")
+    from anchorlab.batched import train_batched
+
+    cfg = tiny_config(**{"task.data_size": 800, "train.epochs": 4, "train.eval_every": 1, "train.resume_every": 2})
+
+    def run(d):
+        if trainer == "train":
+            train(cfg, d, show_progress=False)
+        else:
+            train_batched([cfg], [d], show_progress=False)
+
+    run(tmp_path / "ref")
+    steps = [r["step"] for r in rundir.read_metrics(tmp_path / "ref")]
+    real = _interrupt_after_an_evaluation(monkeypatch, step=steps[3])  # epoch 3 logged, the state of epoch 2 kept
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "r")
+    monkeypatch.setattr(tracking, "log_metrics", real)
+    run(tmp_path / "r")
+    assert rundir.read_metrics(tmp_path / "r") == rundir.read_metrics(tmp_path / "ref")
+    _assert_events_match_metrics(tmp_path / "r", ("train_loss", "seen_test_acc", "unseen_symmetric_acc", "lr"))

@@ -282,14 +282,16 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
     start_epoch = _resume_epoch(dirs[0])
     step = start_epoch * steps_per_epoch
     last: list[dict[str, Any]] = []
+    tracks = [tracking.Session(d) for d in dirs]
     for k, (cfg, d) in enumerate(zip(cfgs, dirs)):
         if start_epoch == 0:
             (d / rundir.METRICS).unlink(missing_ok=True)
             (d / rundir.EPOCHS).unlink(missing_ok=True)
             rundir.save_checkpoint(d, s.load_into(scratch, k), 0, 0)
-            last.append(_eval_record(cfg, d, s.load_into(scratch, k), data, all_x, all_y, 0, 0, None,
+            last.append(_eval_record(cfg, d, tracks[k], s.load_into(scratch, k), data, all_x, all_y, 0, 0, None,
                                      steps_per_epoch, amp))
         else:
+            tracks[k].resume(step)  # TensorBoard drops what the interrupted session logged after this step
             _load_resume_row(s, k, d, scratch)
             rundir.truncate_metrics(d, step)
             last.append(rundir.read_metrics(d)[-1])
@@ -334,7 +336,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
                 stop = tc.early_stop_loss > 0 and epoch_loss[k] < tc.early_stop_loss
                 final = epoch == tc.epochs or stop
                 if epoch % tc.eval_every == 0 or final:
-                    last[k] = _eval_record(cfg, d, s.load_into(scratch, k), data, all_x, all_y, step, epoch,
+                    last[k] = _eval_record(cfg, d, tracks[k], s.load_into(scratch, k), data, all_x, all_y, step, epoch,
                                            epoch_loss[k], steps_per_epoch, amp)
                 if epoch % tc.checkpoint_every == 0 or final:
                     rundir.save_checkpoint(d, s.load_into(scratch, k), step, epoch)
@@ -358,14 +360,14 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
     return [rundir.read_json(d / rundir.SUMMARY) if rundir.is_done(d) else None for d in dirs], failed
 
 
-def _eval_record(cfg: RunConfig, run_dir: Path, model: nn.Module, data: TaskData, all_x: Tensor, all_y: Tensor,
-                 step: int, epoch: int, train_loss: float | None, steps_per_epoch: int,
+def _eval_record(cfg: RunConfig, run_dir: Path, track: tracking.Session, model: nn.Module, data: TaskData,
+                 all_x: Tensor, all_y: Tensor, step: int, epoch: int, train_loss: float | None, steps_per_epoch: int,
                  amp: torch.dtype | None) -> dict[str, Any]:
     m = evaluate(model, data, all_x, all_y, cfg.task, cfg.train.eval_batch_size, amp)
     rec = {"step": step, "epoch": epoch, "lr": lr_at(step, cfg.train, steps_per_epoch),
            "epoch_train_loss": train_loss, **m}
     rundir.append_metrics(run_dir, rec)
-    tracking.log_metrics(run_dir, rec)  # TensorBoard (+ W&B if ANCHORLAB_WANDB=1)
+    track.log(rec)  # TensorBoard (+ W&B if ANCHORLAB_WANDB=1)
     return rec
 
 

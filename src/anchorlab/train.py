@@ -145,10 +145,14 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
         if extra is not None:
             rec.update(extra(model))
         rundir.append_metrics(run_dir, rec)
-        tracking.log_metrics(run_dir, rec)  # TensorBoard (+ W&B if ANCHORLAB_WANDB=1)
+        track.log(rec)  # TensorBoard (+ W&B if ANCHORLAB_WANDB=1)
         return rec
 
-    step, start_epoch, last, _ = rundir.start_or_resume(run_dir, model, opt, status, lambda: eval_record(0, 0, None))
+    track = tracking.Session(run_dir)
+    step, start_epoch, last, resumed = rundir.start_or_resume(run_dir, model, opt, status,
+                                                              lambda: eval_record(0, 0, None))
+    if resumed:
+        track.resume(step)  # TensorBoard drops what the interrupted session logged after the resume point
 
     bar = None
     if progress is None and show_progress:
