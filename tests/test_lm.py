@@ -67,8 +67,8 @@ def test_resume_gives_the_uninterrupted_result(runs, tmp_path, monkeypatch):
     cfg = tiny("init.gamma=0.5")
     real_save_resume = rundir.save_resume
 
-    def crash_after_first_epoch(run_dir, model, opt, step, epoch):
-        real_save_resume(run_dir, model, opt, step, epoch)
+    def crash_after_first_epoch(run_dir, model, opt, step, epoch, **kw):
+        real_save_resume(run_dir, model, opt, step, epoch, **kw)
         if epoch == 1:
             raise KeyboardInterrupt
 

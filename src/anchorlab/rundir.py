@@ -325,10 +325,13 @@ def load_checkpoint(run_dir: Path, step: int | None = None) -> dict[str, torch.T
     return load_file(str(checkpoint_path(run_dir, step)))
 
 
-def save_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer, step: int, epoch: int) -> None:
-    """Model and optimizer state at an epoch boundary. Batch order is derived from (train_seed, epoch),
-    so no RNG state is needed to continue exactly."""
+def save_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer, step: int, epoch: int,
+                extra: dict[str, torch.Tensor] | None = None) -> None:
+    """Model and optimizer state at an epoch boundary, plus a trainer's ``extra`` tensors (e.g. running loss
+    sums), all in one file written atomically, so they always belong to the same step. Batch order is derived
+    from (train_seed, epoch), so no RNG state is needed to continue exactly."""
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    tensors.update({f"extra.{k}": v.detach().cpu() for k, v in (extra or {}).items()})
     names = {id(p): n for n, p in model.named_parameters()}
     for p, state in optimizer.state.items():
         for k, v in state.items():
@@ -355,6 +358,17 @@ def load_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimize
             p = by_name[pname]
             optimizer.state[p][field] = v if field == "step" else v.to(device)
     return int(meta["step"]), int(meta["epoch"])
+
+
+def resume_extra(run_dir: Path, name: str) -> torch.Tensor | None:
+    """The ``extra`` tensor ``name`` saved with the resume state (:func:`save_resume`), or None."""
+    from safetensors import safe_open
+
+    path = Path(run_dir) / CKPT_DIR / RESUME
+    if not path.exists():
+        return None
+    with safe_open(str(path), "pt") as f:
+        return f.get_tensor(f"extra.{name}") if f"extra.{name}" in f.keys() else None
 
 
 def start_or_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer, status: str,

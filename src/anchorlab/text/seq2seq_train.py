@@ -31,7 +31,7 @@ from anchorlab.text.seq2seq_data import TaskRows, preflight, task_rows
 from anchorlab.text.seq2seq_model import build_model, exact_match_flags, greedy_decode, mean_output_loss, output_loss
 from anchorlab.train import ProgressFn, batch_order, fused_adamw
 
-DATA_JSON, RUNNING = "data.json", "running_loss.json"
+DATA_JSON, RUNNING = "data.json", "running_loss"  # RUNNING: saved with the resume state
 EVAL_BATCH = 256
 
 
@@ -115,9 +115,9 @@ def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: Pro
     step, start_epoch, last, resumed = rundir.start_or_resume(run_dir, model, opt, status, lambda: eval_record(0, 0))
     if resumed:
         track.resume(step)  # TensorBoard drops what the interrupted session logged after the resume point
-        saved = rundir.read_json(run_dir / rundir.CKPT_DIR / RUNNING)
-        if saved["step"] == step:
-            running[:] = saved["sums"]
+        saved = rundir.resume_extra(run_dir, RUNNING)  # the running train loss since the last evaluation
+        if saved is not None:
+            running[:] = [float(saved[0]), int(saved[1])]
     bar = None
     if show_progress:
         from tqdm.auto import tqdm
@@ -153,8 +153,8 @@ def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: Pro
             rundir.append_metrics(run_dir, {"epoch": epoch, "step": step, "train_loss": epoch_loss}, name=rundir.EPOCHS)
             if epoch % tc.checkpoint_every == 0 or epoch == tc.epochs:
                 rundir.save_checkpoint(run_dir, model, step, epoch)
-            rundir.write_json(run_dir / rundir.CKPT_DIR / RUNNING, {"step": step, "sums": list(running)})
-            rundir.save_resume(run_dir, model, opt, step, epoch)
+            rundir.save_resume(run_dir, model, opt, step, epoch,
+                              extra={RUNNING: torch.tensor(running, dtype=torch.float64)})
             if bar is None and progress is not None:
                 progress(epoch, tc.epochs, {"loss": epoch_loss, "em_test": last["em_test"]})
     finally:

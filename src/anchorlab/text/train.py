@@ -35,7 +35,7 @@ from anchorlab.text.model import (
 )
 from anchorlab.train import ProgressFn, batch_order, fused_adamw
 
-RUNNING = "running_loss.json"
+RUNNING = "running_loss"  # saved with the resume state (rundir.resume_extra)
 STATUS_KEYS = ("train_loss_prontoqa", "train_loss_stories", "test_acc_prontoqa")  # the progress line's metrics
 
 
@@ -107,9 +107,9 @@ def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: Progress
     step, start_epoch, last, resumed = rundir.start_or_resume(run_dir, model, opt, status, lambda: eval_record(0, 0))
     if resumed:
         track.resume(step)  # TensorBoard drops what the interrupted session logged after the resume point
-        running = rundir.read_json(run_dir / rundir.CKPT_DIR / RUNNING)
-        if running["step"] == step:  # the running train loss since the last evaluation, saved with the state
-            run_sum.copy_(torch.tensor(running["sums"]))
+        saved = rundir.resume_extra(run_dir, RUNNING)  # the running train loss since the last evaluation
+        if saved is not None:
+            run_sum.copy_(saved)
 
     bar = None
     if show_progress:
@@ -139,8 +139,7 @@ def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: Progress
             rundir.check_finite_loss(run_dir, step, loss.item())
             if epoch % tc.checkpoint_every == 0 or epoch == tc.epochs:
                 rundir.save_checkpoint(run_dir, model, step, epoch)
-            rundir.write_json(run_dir / rundir.CKPT_DIR / RUNNING, {"step": step, "sums": run_sum.tolist()})
-            rundir.save_resume(run_dir, model, opt, step, epoch)
+            rundir.save_resume(run_dir, model, opt, step, epoch, extra={RUNNING: run_sum})
             if bar is None and progress is not None:
                 progress(epoch, tc.epochs, {"loss": loss.item(), **{k: last[k] for k in STATUS_KEYS}})
     finally:
