@@ -41,12 +41,12 @@ from torch.func import functional_call, vmap
 
 from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError, RunConfig
-from anchorlab.cpu import setup_cpu
+from anchorlab.cpu import training_device
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
 from anchorlab.schedule import lr_at
 from anchorlab.tasks import TaskData, make_task_data
-from anchorlab.train import batch_order, build_initialized_model, make_summary, resolve_device
+from anchorlab.train import batch_order, build_initialized_model, make_summary
 
 # Called after every epoch with (run index, epochs done, total epochs, latest metrics).
 BatchedProgressFn = Callable[[int, int, int, dict[str, Any]], None]
@@ -256,9 +256,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
     diverged (stopped at their first non-finite epoch loss, their last finite resume point kept)."""
     tc0 = cfgs[0].train
     K = len(cfgs)
-    device = resolve_device(tc0.device)
-    if device.type == "cpu":
-        setup_cpu(tc0.threads)
+    device = training_device(tc0.device, tc0.threads)
     t_start = time.time()
 
     all_x = torch.from_numpy(data.inputs).to(device)

@@ -49,3 +49,12 @@ def setup_cpu(threads: int) -> None:
     """``threads`` intra-op threads (0 = every core) and :func:`keep_freed_memory`."""
     torch.set_num_threads(threads or os.cpu_count() or 1)
     keep_freed_memory()
+
+
+def training_device(name: str, threads: int) -> torch.device:
+    """The device a trainer runs on (``"auto"``: CUDA where there is one, else the CPU); on the CPU, with
+    :func:`setup_cpu` (``threads``) done."""
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name)
+    if device.type == "cpu":
+        setup_cpu(threads)
+    return device

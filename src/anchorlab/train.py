@@ -13,7 +13,7 @@ from torch import nn
 
 from anchorlab import kinds, rundir, tracking
 from anchorlab.config import ConfigError, RunConfig, TrainConfig
-from anchorlab.cpu import setup_cpu
+from anchorlab.cpu import training_device
 from anchorlab.init import apply_init, count_parameters, init_std
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
@@ -24,12 +24,6 @@ from anchorlab.tasks import TaskData, make_task_data
 ProgressFn = Callable[[int, int, dict[str, Any]], None]
 # Scalars computed from the model at every evaluation and logged with the metrics (e.g. P1's mechanism scalars).
 WeightMetrics = Callable[[nn.Module], dict[str, float]]
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 def build_initialized_model(cfg: RunConfig, d_vocab: int) -> nn.Module:
@@ -118,9 +112,7 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
                 weight_metrics: WeightMetrics | None) -> dict[str, Any]:
     """:func:`train` once ``run_dir`` is locked and opened with ``status`` ("new" or "resume")."""
     tc = cfg.train
-    device = resolve_device(tc.device)
-    if device.type == "cpu":
-        setup_cpu(tc.threads)
+    device = training_device(tc.device, tc.threads)
     t_start = time.time()
 
     data = data if data is not None else make_task_data(cfg.task, cfg.seeds.data_seed)

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from anchorlab import rundir, tracking
-from anchorlab.cpu import setup_cpu
+from anchorlab.cpu import training_device
 from anchorlab.schedule import lm_lr_at
 from anchorlab.text.seq2seq import Seq2SeqRows
 from anchorlab.text.seq2seq_config import Seq2SeqRunConfig
@@ -77,9 +77,7 @@ def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: Pro
                 show_progress: bool) -> dict[str, Any]:
     """:func:`train_seq2seq` once ``run_dir`` is locked and opened with ``status`` ("new" or "resume")."""
     tc = cfg.train
-    device = torch.device(tc.device)
-    if device.type == "cpu":
-        setup_cpu(tc.threads)
+    device = training_device(tc.device, tc.threads)
     t_start = time.time()
 
     data = task_rows(cfg)

@@ -20,7 +20,7 @@ from torch import nn
 
 from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError
-from anchorlab.cpu import setup_cpu
+from anchorlab.cpu import training_device
 from anchorlab.schedule import lm_lr_at
 from anchorlab.text.config import LMRunConfig
 from anchorlab.text.data import DATA, load_data, story_source
@@ -60,9 +60,7 @@ def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: Progress
                 show_progress: bool) -> dict[str, Any]:
     """:func:`train_lm` once ``run_dir`` is locked and opened with ``status`` ("new" or "resume")."""
     tc = cfg.train
-    device = torch.device(tc.device)
-    if device.type == "cpu":
-        setup_cpu(tc.threads)
+    device = training_device(tc.device, tc.threads)
     t_start = time.time()
 
     train, test, tok = load_data(run_dir, cfg)
