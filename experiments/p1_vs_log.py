@@ -133,13 +133,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--run", action="append", default=[], type=pair, help="LABEL=RUN_DIR (ours)")
     ap.add_argument("--log", action="append", default=[], type=pair, help="LABEL=CSV (the authors'), "
-                    "paired with the --run of the same position for the table")
+                    "paired with the --run of the same position for the table; the last one also with every "
+                    "later --run")
     ap.add_argument("--out", type=Path, help="figure path (.png)")
     a = ap.parse_args()
     runs = [(label, *read_run(p)) for label, p in a.run]
     logs = [(label, read_log(p)) for label, p in a.log]
-    for (label, evals, losses), (_, log) in zip(runs, logs):
-        print(table(label, evals, losses, log))
+    for i, (label, evals, losses) in enumerate(runs):
+        if logs:
+            print(table(label, evals, losses, logs[min(i, len(logs) - 1)][1]))
     if a.out:
         figure(runs, logs, a.out)
 
