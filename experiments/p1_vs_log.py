@@ -1,7 +1,7 @@
 """Our P1 paper-config runs against the authors' logged runs: one figure and one markdown table.
 
     python experiments/p1_vs_log.py --run 'γ 0.8 replay=runs/ref_g0.8_fp32' --log 'γ 0.8 logged=LOG.csv' \\
-        [--run ... --log ...] --out docs/p1_paper_vs_reference/figure.png > table.md
+        [--run ... --log ...] [--run 'γ 0.8 bf16=runs/ref_g0.8_bf16@1'] --out docs/p1_paper_vs_reference/figure.png
 
 A log CSV (parsed from the authors' ``train_log.log``) has one row per accuracy evaluation:
 ``epoch_before_training`` e, the seen-pair train/test accuracies, the accuracy on (3,4) with test-type
@@ -79,7 +79,9 @@ def table(label: str, evals: dict, losses: dict, log: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def figure(runs: list[tuple[str, dict, dict]], logs: list[tuple[str, list[dict]]], out: Path) -> None:
+def figure(runs: list[tuple[str, dict, dict]], logs: list[tuple[str, list[dict]]], out: Path,
+           log_color: list[int]) -> None:
+    """``log_color[j]``: the index of the run whose colour log j takes (the first run compared with it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -98,7 +100,7 @@ def figure(runs: list[tuple[str, dict, dict]], logs: list[tuple[str, list[dict]]
             key = ACCS[j][1]
             ax.plot(ee, [our_value(evals[e], key) for e in ee], color=c, lw=1.5, marker=".", label=label)
     for i, (label, log) in enumerate(logs):
-        c = colors[i % 10]
+        c = colors[log_color[i] % 10]
         e = [int(r["epoch_before_training"]) for r in log]
         axes[0].plot(e, [r["train_loss_of_that_epoch"] for r in log], ls="none", marker="o", mfc="none",
                      color=c, label=label)
@@ -129,21 +131,32 @@ def pair(item: str) -> tuple[str, str]:
     return label, path
 
 
+def run_spec(item: str) -> tuple[str, str, int | None]:
+    """LABEL=RUN_DIR[@K]: K (1-based) names the --log it is compared with; default the --log of its position."""
+    label, path = pair(item)
+    path, at, k = path.rpartition("@") if "@" in path else (path, "", "")
+    if at and not k.isdigit():
+        raise SystemExit(f"error: expected LABEL=RUN_DIR@K with K a --log number, got {item!r}")
+    return label, path, int(k) - 1 if at else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--run", action="append", default=[], type=pair, help="LABEL=RUN_DIR (ours)")
-    ap.add_argument("--log", action="append", default=[], type=pair, help="LABEL=CSV (the authors'), "
-                    "paired with the --run of the same position for the table; the last one also with every "
-                    "later --run")
+    ap.add_argument("--run", action="append", default=[], type=run_spec,
+                    help="LABEL=RUN_DIR[@K] (ours), compared with the K-th --log (default: the one of its position)")
+    ap.add_argument("--log", action="append", default=[], type=pair, help="LABEL=CSV (the authors')")
     ap.add_argument("--out", type=Path, help="figure path (.png)")
     a = ap.parse_args()
-    runs = [(label, *read_run(p)) for label, p in a.run]
+    runs = [(label, *read_run(p)) for label, p, _ in a.run]
     logs = [(label, read_log(p)) for label, p in a.log]
-    for i, (label, evals, losses) in enumerate(runs):
-        if logs:
-            print(table(label, evals, losses, logs[min(i, len(logs) - 1)][1]))
+    vs = [k if k is not None else (i if i < len(logs) else None) for i, (_, _, k) in enumerate(a.run)]
+    if any(k is not None and not 0 <= k < len(logs) for k in vs):
+        raise SystemExit(f"error: a --run names a --log beyond the {len(logs)} given")
+    for (label, evals, losses), k in zip(runs, vs):
+        if k is not None:
+            print(table(label, evals, losses, logs[k][1]))
     if a.out:
-        figure(runs, logs, a.out)
+        figure(runs, logs, a.out, [vs.index(j) if j in vs else j for j in range(len(logs))])
 
 
 if __name__ == "__main__":
