@@ -192,3 +192,18 @@ def test_p1_fig14_refuses_a_sweep_that_varies_more_than_lr_wd_seed(tmp_path, cap
     assert main(["sweep", spec, "--out", str(tmp_path / "sw"), "--backend", "local"]) == 0
     assert main(["figure", "p1-fig14", str(tmp_path / "sw"), "--out", str(tmp_path / "fig")]) == 2
     assert "runs differ in more than LR, WD and seed" in capsys.readouterr().err
+
+
+def test_demo_reads_the_committed_paper_config_result(tmp_path):
+    """When the demo's small-init runs miss the inferential side, it prints the committed paper-config replays
+    (docs/p1_paper_vs_reference/), labelled as not run by it: smallest init first, γ 0.5 symmetric as logged."""
+    from anchorlab.demo import paper_config_result, paper_config_text
+
+    committed = paper_config_result()
+    assert [r["gamma"] for r in committed] == [0.8, 0.5]
+    assert all(r["d_model"] == 400 and r["precision"] == "fp32" for r in committed)
+    middle = committed[1]
+    assert middle["epoch"] >= 6 and middle["unseen_symmetric_acc"] >= 0.99 and middle["seen_test_acc"] >= 0.99
+    text = paper_config_text(committed)
+    assert text.strip().startswith("Not run by this demo") and "γ 0.8, d_model 400" in text
+    assert paper_config_result(tmp_path) == []  # nothing committed: nothing printed
