@@ -85,6 +85,9 @@ def test_demo_end_to_end_on_a_tiny_grid(tmp_path, capsys):
     assert len(saved["p2_checks"]) == 3
     out = capsys.readouterr().out
     assert "unseen_symmetric_acc" in out and "rsn_test_acc" in out
+    # the tiny grid misses the inferential side: the committed paper-config result is printed, labelled, and kept
+    assert not all(saved["checks"].values()) and "Not run by this demo: P1 at the paper config" in out
+    assert [r["gamma"] for r in saved["paper_config_committed"]] == [0.8, 0.5]
 
 
 def test_demo_p2_checks():
