@@ -20,22 +20,13 @@ from anchorlab.plotting.p2 import plot_sets_over_training
 from anchorlab.report import html as report_html
 from anchorlab.report import write_report
 from anchorlab.report.anchor import curves_figure, representative
-from anchorlab.sweep import load_sweep, plan
 from anchorlab.train import train
 from tests.conftest import tiny_config
-from tests.tiny import TINY_ANCHOR_TOML
+from tests.test_report_reader import sweep
 
 
 def alts(text: str) -> list[str]:
     return re.findall(r'<img alt="([^"]*)" src="data:image/png;base64,', text)
-
-
-def sweep(root, name: str, axes: str, base: str = TINY_ANCHOR_TOML):
-    (root / f"{name}_base.toml").write_text(base)
-    (root / f"{name}.toml").write_text(f'name = "{name}"\nbase = "{name}_base.toml"\n[axes]\n{axes}\n')
-    for _, cfg, d in plan(load_sweep(root / f"{name}.toml"), root / name):
-        train(cfg, d, show_progress=False)
-    return root / name
 
 
 @pytest.fixture(scope="module")
