@@ -113,3 +113,24 @@ def test_frontier_sweeps_keep_the_paper_wq_std_at_their_adjusted_gamma(name):
         if c.init.gamma == gammas[2]:
             std = init_std("attn_in", (m.n_heads, m.d_model, m.d_head), c.init)
             assert std == pytest.approx(400 ** -0.8, rel=5e-3)
+
+
+def test_both_sides_sweep_is_the_paper_config_at_two_gammas_and_three_seeds():
+    """configs/sweeps/p1_both_sides.toml (`anchorlab reproduce p1-both-sides`): configs/p1/cbook.toml itself at
+    γ 0.5 and 0.8 × seeds 1-3 (data, init and order), fp32, 27 epochs, evaluated every 3; nothing else moved."""
+    from anchorlab.sweep import load_sweep
+
+    cbook = load_config(CONFIGS / "p1" / "cbook.toml")
+    spec = load_sweep(CONFIGS / "sweeps" / "p1_both_sides.toml")
+    configs = spec.configs()
+    assert sorted((p["init.gamma"], p["seed"]) for p, _ in configs) == [(g, s) for g in (0.5, 0.8) for s in (1, 2, 3)]
+    for point, c in configs:
+        t = c.train
+        assert (t.precision, t.epochs, t.eval_every, t.checkpoint_every) == ("fp32", 27, 3, 3)
+        assert (c.seeds.data_seed, c.seeds.init_seed, c.seeds.train_seed) == (point["seed"],) * 3
+        assert c.init.gamma == point["init.gamma"]
+        assert c.model == cbook.model and c.task == cbook.task  # d_model 400, the full 900k-row task
+        back = {"train.epochs": cbook.train.epochs, "train.checkpoint_every": cbook.train.checkpoint_every,
+                "init.gamma": cbook.init.gamma,
+                **{f"seeds.{k}": getattr(cbook.seeds, k) for k in ("data_seed", "init_seed", "train_seed")}}
+        assert c.replace(**back) == cbook  # only the epochs, kept checkpoints, γ and seeds differ from cbook.toml

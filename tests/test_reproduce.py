@@ -33,7 +33,14 @@ def test_shipped_registry_every_sweep_loads_and_every_selection_exists():
     assert [f.name for f in entries["p2-fig7a"].figures] == ["p2-fig7a", "p2-fig1"]
 
 
-
+def test_both_sides_entry_runs_the_paper_config_sweep_and_draws_the_curves():
+    """p1-both-sides: one sweep (configs/sweeps/p1_both_sides.toml, the paper config itself, so `--paper` names
+    the same file), the curves and the γ comparison, and a cost (minutes) that the demo prints."""
+    rep = load_registry()["p1-both-sides"]
+    assert [p.name for p in rep.sweeps] == ["p1_both_sides.toml"] and rep.paper == rep.sweeps
+    assert [f.name for f in rep.figures] == ["p1-curves", "p1-gamma"] and not any(f.select for f in rep.figures)
+    assert FIGURES["p1-curves"].sources == "runs" and rep.minutes is not None and rep.minutes > 600
+    assert len(load_sweep(rep.sweeps[0]).configs()) == 6
 
 
 def registry(tmp_path: Path, figures: str, extra: str = "") -> Path:
@@ -48,14 +55,16 @@ def registry(tmp_path: Path, figures: str, extra: str = "") -> Path:
 def test_an_entry_runs_its_sweep_and_draws_its_figures(tmp_path, capsys):
     reg = registry(tmp_path, '["p1-fig2", { name = "p1-fig4", select = { "init.gamma" = 1.0, "model.n_layers" = 2 }, '
                              'out = "small" }, { name = "p1-fig13", select = [{ "init.gamma" = 1.0, '
-                             '"model.n_layers" = 2 }, { "init.gamma" = 0.5, "model.n_layers" = 2 }] }]')
+                             '"model.n_layers" = 2 }, { "init.gamma" = 0.5, "model.n_layers" = 2 }] }, "p1-curves"]')
     out = tmp_path / "out"
     written = reproduce("tiny", out, registry=reg, workers=1, show_progress=False)
     assert written == [out / "figures" / "p1-fig2.png", out / "figures" / "small" / "p1-fig4.png",
-                       out / "figures" / "p1-fig13.png"]
+                       out / "figures" / "p1-fig13.png", out / "figures" / "p1-curves.png"]
     assert all(p.is_file() and p.with_suffix(".csv").is_file() for p in written)
     rows = [line.split(",") for line in (out / "figures" / "p1-fig13.csv").read_text().splitlines()[1:]]
     assert {r[1] for r in rows} == {"1.0", "0.5"}  # the two selected runs, and only those
+    curves = (out / "figures" / "p1-curves.csv").read_text().splitlines()
+    assert len({line.split(",")[0] for line in curves[1:]}) == 4  # every run of the entry, no select
     summaries = sorted((out / "grid").glob("*/summary.json"))
     assert len(summaries) == 4
     stamp = [p.stat().st_mtime_ns for p in summaries]

@@ -210,3 +210,14 @@ def test_demo_reads_the_committed_paper_config_result(tmp_path):
     text = paper_config_text(committed)
     assert text.strip().startswith("Not run by this demo") and "γ 0.8, d_model 400" in text
     assert paper_config_result(tmp_path) == []  # nothing committed: nothing printed
+    # its last line names the command that trains both sides on 3 seeds, with the cost its registry entry gives
+    from anchorlab.reproduce import get
+
+    hours = get("p1-both-sides").minutes / 60
+    last = text.splitlines()[-1]
+    assert "anchorlab reproduce p1-both-sides" in last and f"~{hours:.0f} h on 2 CPU cores" in last
+    (tmp_path / "s.toml").write_text('name = "s"\nbase = "b.toml"\n[axes]\nseed = [1]\n')
+    (tmp_path / "b.toml").write_text("")
+    for minutes, cost in ((90, "~90 min"), (600, "~10 h")):  # read from the registry, not written into demo.py
+        (tmp_path / "reg.toml").write_text(f'[p1-both-sides]\nminutes = {minutes}\nsweeps = ["s.toml"]\n')
+        assert f"estimated {cost} on 2 CPU cores" in paper_config_text(committed, tmp_path / "reg.toml")

@@ -23,6 +23,8 @@ DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "configs" / "demo.toml"
 # The committed paper-config replays (docs/p1_paper_vs_reference.md): printed, labelled, when the demo's own
 # small-init runs do not reach the inferential side
 PAPER_RUNS = Path(__file__).resolve().parents[2] / "docs" / "p1_paper_vs_reference"
+# The `anchorlab reproduce` entry that trains both sides at the paper config on 3 seeds (named after the block)
+BOTH_SIDES = "p1-both-sides"
 DEFAULT_P2_SPEC = DEFAULT_SPEC.with_name("demo_p2.toml")
 P2_COLUMNS = ("model", "gamma", "seed", "mem_acc", "rsn_train_acc", "rsn_test_acc", "final_train_loss")
 COLUMNS = ("init", "gamma", "std_W_Q", "seed", "seen_train_acc", "seen_test_acc",
@@ -139,7 +141,11 @@ def paper_config_result(root: Path = PAPER_RUNS) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: -r["gamma"])
 
 
-def paper_config_text(committed: list[dict[str, Any]]) -> str:
+def paper_config_text(committed: list[dict[str, Any]], registry: Path | None = None) -> str:
+    """The committed paper-config block the demo prints, ending with the command that trains both sides on
+    three seeds and its cost (the ``minutes`` of :data:`BOTH_SIDES` in ``registry``, default the shipped one)."""
+    from anchorlab.reproduce import REGISTRY, get
+
     lines = ["\nNot run by this demo: P1 at the paper config, the committed result (docs/p1_paper_vs_reference.md; "
              "one-thread CPU replays of the authors' logged run: its data, init and batch order):"]
     for r in committed:
@@ -148,6 +154,10 @@ def paper_config_text(committed: list[dict[str, Any]]) -> str:
                      f"seen test {r['seen_test_acc']:.3f}")
     lines.append("  (the authors' γ 0.8 log: inferential 0.73 at epoch 18 and 0.96 at epoch 24; γ 0.5: symmetric "
                  "from epoch 6)")
+    minutes = get(BOTH_SIDES, registry or REGISTRY).minutes
+    cost = "not timed" if minutes is None else f"~{minutes / 60:.0f} h" if minutes >= 120 else f"~{minutes:g} min"
+    lines.append(f"  Both sides on 3 seeds of our own data at this config: anchorlab reproduce {BOTH_SIDES} "
+                 f"(estimated {cost} on 2 CPU cores with 2 workers; minutes on a GPU)")
     return "\n".join(lines)
 
 

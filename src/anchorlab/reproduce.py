@@ -91,9 +91,11 @@ def get(name: str, registry: str | Path = REGISTRY) -> Reproduction:
 def describe_registry(registry: str | Path = REGISTRY) -> str:
     """One line per entry: name, CPU-scale minutes, what it reproduces."""
     lines = []
-    for r in load_registry(registry).values():
+    entries = load_registry(registry).values()
+    width = max((len(r.name) for r in entries), default=0)
+    for r in entries:
         t = f"~{r.minutes:g} min" if r.minutes is not None else "not timed"
-        lines.append(f"{r.name:9s} {t:>10s}  {r.about}" + ("" if r.paper else "  [no paper-scale sweep]"))
+        lines.append(f"{r.name:{width}s} {t:>10s}  {r.about}" + ("" if r.paper else "  [no paper-scale sweep]"))
     return "\n".join(lines)
 
 

@@ -2,8 +2,8 @@
 
 Each recipe reads run or sweep directories (never re-runs training), computes the figure's data,
 and writes ``<out>/<name>.png`` with the data behind it as ``<out>/<name>.csv`` (and returns the PNG path).
-Modules: :mod:`.phase` (sweep grids: P1 Fig. 2, 14), :mod:`.p1` (P1 mechanism figures),
-:mod:`.p2` (P2 figures), :mod:`.text` (real-language figures).
+Modules: :mod:`.phase` (from logged metrics: P1 Fig. 2, 14, p1-gamma, p1-curves), :mod:`.p1` (P1 mechanism
+figures), :mod:`.p2` (P2 figures), :mod:`.text` (real-language figures).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Phase-diagram figures over a sweep directory (P1 Fig. 2, Fig. 14)."""
+"""P1 figures from what runs log (summaries, metrics), no checkpoints: phase diagrams over a sweep directory
+(Fig. 2, 14), the γ comparison (``p1-gamma``) and the held-out pair over training (``p1-curves``)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from anchorlab import rundir
-from anchorlab.config import ConfigError
+from anchorlab.config import CompositeTaskConfig, ConfigError, RunConfig
 from anchorlab.figures import figure, model_label, save_figure
 from anchorlab.phase import SEED_AXES, phase_grid
-from anchorlab.plotting.figures import plot_gamma_comparison, plot_phase_diagrams
+from anchorlab.plotting.figures import plot_gamma_comparison, plot_phase_diagrams, plot_probe_curves
 from anchorlab.sweep import MANIFEST, collect
 
 FIG2_AXES = ("init.gamma", "model.n_layers")
@@ -39,16 +40,30 @@ def p1_fig2(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False
     return _save_grid(fig, g, metrics, Path(out), "p1-fig2", lambda xv, yv: {"gamma": xv, "n_layers": yv})
 
 
+def _composite_config(run_dir: Path) -> RunConfig | None:
+    """The config of a composite-task (P1) run directory; None for another kind of run or no run at all."""
+    if not (run_dir / rundir.CONFIG).is_file() or "data" in (raw := rundir.read_json(run_dir / rundir.CONFIG)) \
+            or "seq2seq" in raw or raw.get("task", {}).get("name", "composite") != "composite":
+        return None
+    return rundir.read_config(run_dir)
+
+
+def _probe_pair(cfg: RunConfig) -> str:
+    """The held-out pair a composite-task run is probed on, as "(4,3)"."""
+    task = cfg.task
+    assert isinstance(task, CompositeTaskConfig)  # _composite_config lets only composite-task runs through
+    return "({},{})".format(*task.probe_pair)
+
+
 def gamma_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
     """One row per composite-task run of ``run_dirs`` that has an evaluation: model, γ, seed, std of W_Q and
     the held-out pair's inferential / symmetric / seen-test accuracy (final; the last evaluation of an
     unfinished run, marked ``status``). Other runs (other tasks, not started) are left out."""
     rows = []
     for d in run_dirs:
-        if not (d / rundir.CONFIG).is_file() or "data" in (raw := rundir.read_json(d / rundir.CONFIG)) \
-                or "seq2seq" in raw or raw.get("task", {}).get("name", "composite") != "composite":
+        cfg = _composite_config(d)
+        if cfg is None:
             continue
-        cfg = rundir.read_config(d)
         done = (d / rundir.SUMMARY).is_file()
         last = rundir.read_json(d / rundir.SUMMARY) if done else (rundir.read_metrics(d) or [{}])[-1]
         if "unseen_inferential_acc" not in last:
@@ -57,7 +72,7 @@ def gamma_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
                      "seed": cfg.seeds.init_seed, "std": last.get("std_W_Q"),
                      "inferential": last["unseen_inferential_acc"], "symmetric": last["unseen_symmetric_acc"],
                      "seen_test": last.get("seen_test_acc"), "status": "done" if done else "unfinished",
-                     "pair": "({},{})".format(*cfg.task.probe_pair)})
+                     "pair": _probe_pair(cfg)})
     return sorted(rows, key=lambda r: (r["model"], r["gamma"], r["seed"]))
 
 
@@ -71,6 +86,73 @@ def p1_gamma(run_dirs: list[Path], out: str | Path) -> Path:
         raise ConfigError("figure p1-gamma: needs composite-task (P1) runs with at least one evaluation")
     pairs = sorted({r["pair"] for r in rows})
     return save_figure(plot_gamma_comparison(rows, pair=" / ".join(pairs)), rows, Path(out), "p1-gamma")
+
+
+# p1-curves: the headline keys (pooled over both key types of the held-out pair, as p1-gamma and the demo), and
+# the train-type-key values that docs/p1_paper_vs_reference.md compares with the authors' log (CSV only)
+CURVE_KEYS = {"inferential": "unseen_inferential_acc", "symmetric": "unseen_symmetric_acc",
+              "seen_test": "seen_test_acc"}
+CURVE_EXTRA_KEYS = {"inferential_xel": "unseen_inferential_acc_xel", "symmetric_xel": "unseen_symmetric_acc_xel"}
+
+
+def curve_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
+    """One row per evaluation (``metrics.jsonl``) of each composite-task run of ``run_dirs``: run, model, width,
+    γ, std of W_Q, precision, seed, ``status`` (done / unfinished), epoch, step, and the accuracies of
+    ``CURVE_KEYS`` (plus ``CURVE_EXTRA_KEYS`` where logged). Runs ordered by model, width, γ, precision, seed;
+    other runs (other tasks, no config) are left out."""
+    return [r for rows in _curve_runs(run_dirs) for r in rows]
+
+
+def _curve_runs(run_dirs: list[Path]) -> list[list[dict[str, Any]]]:
+    """:func:`curve_rows` per run (runs with no evaluation left out), so two runs of one name stay apart."""
+    from anchorlab.init import init_std
+
+    runs = []
+    for d in run_dirs:
+        cfg = _composite_config(d)
+        if cfg is None:
+            continue
+        m = cfg.model
+        std = init_std("attn_in", (m.n_heads, m.d_model, m.d_head), cfg.init) if m.name == "gpt" else None
+        head = {"run_id": d.name, "model": model_label(cfg), "d_model": m.d_model, "gamma": cfg.init.gamma,
+                "std_W_Q": std, "precision": cfg.train.precision, "seed": cfg.seeds.init_seed,
+                "status": "done" if rundir.is_done(d) else "unfinished", "pair": _probe_pair(cfg)}
+        rows = [{**head, "epoch": r["epoch"], "step": r["step"],
+                 **{k: r.get(key) for k, key in CURVE_KEYS.items()},
+                 **{k: r[key] for k, key in CURVE_EXTRA_KEYS.items() if key in r}}
+                for r in rundir.read_metrics(d) if CURVE_KEYS["inferential"] in r]
+        if rows:
+            runs.append(((head["model"], head["d_model"], head["gamma"], head["precision"], head["seed"], str(d)),
+                         rows))
+    return [rows for _, rows in sorted(runs, key=lambda kv: kv[0])]
+
+
+@figure("p1-curves", "runs", "P1 both sides over training: held-out-pair inferential (solid) and symmetric (dashed) "
+        "accuracy and seen test accuracy per epoch, a panel per γ, a line per seed")
+def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9) -> Path:
+    """Per run, from its ``metrics.jsonl`` only (unfinished runs up to their last evaluation): the held-out
+    pair's inferential and symmetric accuracy, pooled over train- and test-type keys (``unseen_inferential_acc``
+    / ``unseen_symmetric_acc``, the headline keys of p1-gamma and the demo's checks), and the seen pairs'
+    test-key accuracy (``seen_test_acc``) against epoch. One panel per (model, d_model, γ; and precision where
+    the runs mix fp32 and bf16), one marker per seed, a line at ``threshold`` (the demo's 0.9 bar). The CSV (one
+    row per evaluation, :func:`curve_rows`) also carries the train-type-key values (``_xel``) that the
+    paper-config replay tables (docs/p1_paper_vs_reference.md) compare with the authors' log."""
+    runs = _curve_runs([Path(d) for d in run_dirs])
+    if not runs:
+        raise ConfigError("figure p1-curves: needs composite-task (P1) runs with at least one evaluation")
+    mixed_precision = len({rows[0]["precision"] for rows in runs}) > 1  # then fp32 and bf16 get their own panels
+    curves = []
+    for rows in runs:
+        r = rows[0]
+        std = f" (std W_Q {r['std_W_Q']:.3g})" if r["std_W_Q"] is not None else ""
+        group = f"γ {r['gamma']:g}{std}\n{r['model']}, d_model {r['d_model']}"
+        curves.append({"group": group + (f", {r['precision']}" if mixed_precision else ""),
+                       "label": f"seed {r['seed']}", "epoch": [e["epoch"] for e in rows],
+                       **{k: [float("nan") if e[k] is None else float(e[k]) for e in rows] for k in CURVE_KEYS}})
+    pairs = " / ".join(sorted({rows[0]["pair"] for rows in runs}))
+    fig = plot_probe_curves(curves, pair=pairs, threshold=threshold,
+                            title=f"P1: held-out pair {pairs} during training (pooled over key types)")
+    return save_figure(fig, [r for rows in runs for r in rows], Path(out), "p1-curves")
 
 
 def _fig2_line(rows: list[dict[str, Any]], axis: str, out: Path, use_best_epoch: bool) -> Path:

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
 from anchorlab.plotting.style import COLORS, plt, style
 
@@ -39,6 +41,52 @@ def plot_unseen_over_training(curves: Sequence[dict[str, Any]], title: str = "")
         if title:
             fig.suptitle(title)
         fig.tight_layout(rect=(0, 0.09, 1, 1))
+    return fig
+
+
+SEED_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def plot_probe_curves(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", threshold: float = 0.9,
+                      title: str = "") -> Figure:
+    """Held-out-pair accuracy against epoch for every run: one panel per group (in order of first appearance),
+    one line per run within it. The kind of answer is colour and line style (inferential solid, symmetric
+    dashed, seen pairs' test keys dash-dot grey), the run is the marker; ``threshold`` is a thin black line.
+
+    Each curve: ``{"group": panel title, "label": e.g. "seed 1", "epoch": [...], "inferential": [...],
+    "symmetric": [...], "seen_test": [...]}``."""
+    groups = list(dict.fromkeys(c["group"] for c in curves))
+    labels = list(dict.fromkeys(c["label"] for c in curves))
+    kinds = (("inferential", "-", 1.4, f"inferential {pair} → x−10" if pair == "(4,3)" else f"inferential {pair}"),
+             ("symmetric", "--", 1.4, f"symmetric {pair} → x−6" if pair == "(4,3)" else f"symmetric {pair}"),
+             ("seen_test", "-.", 1.0, "seen pairs, test keys"))
+    with style():
+        fig, axes = plt.subplots(1, len(groups), figsize=(max(3.6 * len(groups), 6.4), 3.4), sharey=True,
+                                 squeeze=False)
+        for ax, g in zip(axes[0], groups):
+            for c in (c for c in curves if c["group"] == g):
+                marker = SEED_MARKERS[labels.index(c["label"]) % len(SEED_MARKERS)]
+                for key, ls, lw, _ in kinds:
+                    ax.plot(c["epoch"], c[key], color=COLORS[key], ls=ls, lw=lw, marker=marker, ms=3.5,
+                            markerfacecolor="white", markeredgewidth=0.8)
+            ax.axhline(threshold, color="black", lw=0.7, alpha=0.6)
+            ax.set_title(g, fontsize=8.5)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlabel("epoch")
+            ax.set_ylim(-0.03, 1.03)
+        axes[0][0].set_ylabel("accuracy")
+        # two legend rows under the panels: the kinds of answer (and the threshold), then the runs' markers
+        kind_handles = [Line2D([], [], color=COLORS[k], ls=ls, lw=lw, label=name) for k, ls, lw, name in kinds]
+        kind_handles.append(Line2D([], [], color="black", lw=0.7, alpha=0.6, label=f"{threshold:g}"))
+        run_handles = [Line2D([], [], color="#333333", ls="none", marker=SEED_MARKERS[i % len(SEED_MARKERS)],
+                                  markerfacecolor="white", label=lab) for i, lab in enumerate(labels)]
+        height = fig.get_size_inches()[1]
+        fig.legend(handles=kind_handles, loc="lower center", bbox_to_anchor=(0.5, 0.27 / height), ncol=4, fontsize=8)
+        fig.legend(handles=run_handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(labels), 8),
+                   fontsize=8)
+        if title:
+            fig.suptitle(title, fontsize=9)
+        fig.tight_layout(rect=(0, 0.62 / height, 1, 1))
     return fig
 
 

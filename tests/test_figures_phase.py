@@ -1,0 +1,64 @@
+"""Figures from logged metrics (anchorlab.figures.phase): p1-curves draws from run directories written here by hand
+(config.json + metrics.jsonl with known values, no training, no checkpoints) and its CSV holds those values."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from anchorlab import rundir
+from anchorlab.config import ConfigError
+from anchorlab.figures import FIGURES, draw
+from tests.conftest import tiny_config
+
+# (epoch, step, inferential, symmetric, seen test, inferential _xel) per evaluation, two runs
+CURVES = {
+    (0.8, 1): [(0, 0, 0.01, 0.02, 0.03, 0.011), (3, 30, 0.40, 0.05, 0.60, 0.41), (6, 60, 0.93, 0.01, 0.97, 0.94)],
+    (0.5, 1): [(0, 0, 0.02, 0.01, 0.04, 0.021), (3, 30, 0.00, 0.75, 0.95, 0.0)],  # unfinished: no DONE
+}
+
+
+def fake_run(d, gamma, seed, evals, done):
+    """A run directory holding what training would have written for these evaluations (nothing else)."""
+    cfg = tiny_config(**{"init.gamma": gamma, "seeds.init_seed": seed})
+    d.mkdir(parents=True)
+    rundir.write_json(d / rundir.CONFIG, cfg.to_dict())
+    (d / rundir.METRICS).write_text("".join(json.dumps(
+        {"step": s, "epoch": e, "train_loss": 1.0, "seen_test_acc": t, "unseen_inferential_acc": i,
+         "unseen_symmetric_acc": y, "unseen_inferential_acc_xel": ix, "unseen_symmetric_acc_xel": y}) + "\n"
+        for e, s, i, y, t, ix in evals))
+    if done:
+        (d / rundir.DONE).write_text("")
+    return d
+
+
+def test_p1_curves_draws_the_logged_values_of_each_run(tmp_path):
+    runs = [fake_run(tmp_path / f"g{g}_s{s}", g, s, ev, done=(g == 0.8)) for (g, s), ev in CURVES.items()]
+    png = draw("p1-curves", runs, tmp_path / "out")
+    assert FIGURES["p1-curves"].sources == "runs"  # registered (draw loads every recipe module)
+    assert png == tmp_path / "out" / "p1-curves.png" and png.stat().st_size > 10_000
+    rows = list(csv.DictReader(open(png.with_suffix(".csv"))))
+    # one row per evaluation, runs ordered by γ (the middle init's panel first), each run's epochs in order
+    assert [(float(r["gamma"]), int(r["epoch"])) for r in rows] == [(0.5, 0), (0.5, 3), (0.8, 0), (0.8, 3), (0.8, 6)]
+    for r in rows:
+        e, s, i, y, t, ix = next(ev for ev in CURVES[(float(r["gamma"]), 1)] if ev[0] == int(r["epoch"]))
+        assert (int(r["step"]), float(r["inferential"]), float(r["symmetric"]), float(r["seen_test"]),
+                float(r["inferential_xel"])) == (s, i, y, t, ix)
+        assert r["seed"] == "1" and r["pair"] == "(4,3)" and r["d_model"] == "16"
+        assert float(r["std_W_Q"]) == pytest.approx(16 ** -float(r["gamma"]))
+    assert {r["gamma"]: r["status"] for r in rows} == {"0.5": "unfinished", "0.8": "done"}
+
+
+def test_p1_curves_takes_a_sweep_directory_and_refuses_runs_without_evaluations(tmp_path):
+    fake_run(tmp_path / "sw" / "a", 0.8, 2, CURVES[(0.8, 1)], done=True)
+    (tmp_path / "sw" / "sweep.json").write_text(json.dumps({"runs": {"a": {"init.gamma": 0.8, "seed": 2}}}))
+    rows = list(csv.DictReader(open(draw("p1-curves", [tmp_path / "sw"], tmp_path / "o").with_suffix(".csv"))))
+    assert [r["seed"] for r in rows] == ["2"] * 3
+    other = fake_run(tmp_path / "other" / "a", 0.8, 3, CURVES[(0.8, 1)][:2], done=False)  # same name, another run
+    rows = list(csv.DictReader(open(draw("p1-curves", [tmp_path / "sw", other], tmp_path / "o").with_suffix(".csv"))))
+    assert [(r["seed"], r["epoch"]) for r in rows] == [("2", "0"), ("2", "3"), ("2", "6"), ("3", "0"), ("3", "3")]
+    empty = fake_run(tmp_path / "empty", 0.8, 1, [], done=False)
+    with pytest.raises(ConfigError, match="p1-curves: needs composite-task"):
+        draw("p1-curves", [empty], tmp_path / "o2")
