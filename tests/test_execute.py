@@ -74,20 +74,71 @@ def test_done_run_with_another_config_fails_alone(tmp_path):
     assert "init.gamma" in results[0].error and results[1].error is None
 
 
-def test_progress_counts_done_running_failed():
-    jobs = [(tiny_config(**{"train.epochs": 2}), f"r{i}") for i in range(3)]
-    p = SweepProgress(jobs, n_done_before=1, epochs_done_before=2, show=True)
-    assert p.label() == "1/4 runs done, 0 running, 0 failed"
+def test_progress_counts_done_running_failed_and_steps():
+    from anchorlab.text.seq2seq_config import load_s2s_config
+
+    jobs = [(tiny_config(**{"train.epochs": 2}), f"r{i}") for i in range(3)]  # 2,700 rows: 42 steps an epoch
+    jobs.append((load_s2s_config(None, ["seq2seq.n_train=0"]), "r3"))  # all of SCAN: only its files tell the total
+    assert [c.total_steps() for c, _ in jobs] == [84, 84, 84, None]
+    p = SweepProgress(jobs, n_done_before=1, steps_done_before=84, show=True)
+    assert p.label() == "1/5 runs done, 0 running, 0 failed" and (p.bar.n, p.bar.total) == (84, 4 * 84)
+    assert p.bar.unit == "step"
     status = {"loss": 1.0, "seen_test_acc": 0.5}
-    p.event("r0", 1, status)
-    p.event("r1", 1, status)
-    assert p.label() == "1/4 runs done, 2 running, 0 failed" and p.bar.n == 4
-    p.event("r0", 2, status)
-    p.event("r0", None, None)
-    p.event("r1", None, "Traceback ...\nValueError: boom")
-    assert p.label() == "2/4 runs done, 0 running, 1 failed" and p.bar.n == 5 and p.bar.total == 8
-    assert p.bar.format_dict["total"] == 8  # tqdm's ETA: remaining epochs at the measured rate
+    p.event("r0", 42, 84, status)
+    p.event("r1", 42, 84, status)
+    assert p.label() == "1/5 runs done, 2 running, 0 failed" and p.bar.n == 2 * 84
+    p.event("r3", 10, 30, status)  # the unknown total joins the bar with the run's first event
+    assert (p.bar.n, p.bar.total) == (2 * 84 + 10, 4 * 84 + 30)
+    p.event("r0", 84, 84, status)
+    p.event("r0", None, None, None)
+    p.event("r1", None, None, "Traceback ...\nValueError: boom")  # its 42 unreached steps leave the total
+    p.event("r3", 20, 30, status)
+    p.event("r3", None, None, None)  # ended at step 20 of 30 (an early stop): 10 steps leave the total
+    assert p.label() == "3/5 runs done, 0 running, 1 failed"
+    assert (p.bar.n, p.bar.total) == (84 + 84 + 42 + 20, 4 * 84 - 42 + 20)  # r2 (84 steps) still to come
+    assert p.bar.format_dict["total"] == p.bar.total  # tqdm's ETA: remaining steps at the measured rate
     p.close()
+
+
+def test_sweep_bar_total_is_the_runs_steps_and_it_ends_full(tmp_path, monkeypatch):
+    """Runs of very different epoch lengths and of several kinds: the bar's total is the sum of the step totals
+    their configs give, a resumed run starts at its resume step, and the bar ends at exactly that total."""
+    from importlib.util import find_spec
+
+    from anchorlab import execute
+    from anchorlab.text.seq2seq_config import load_s2s_config
+    from tests.test_seq2seq_train import TINY as S2S_TINY
+
+    cfgs = [tiny_config(**{"task.data_size": 1600, "train.epochs": 4}),  # 1,350 rows: 21 steps an epoch
+            tiny_config(**{"task.data_size": 3200, "train.epochs": 1}),  # 2,700 rows: 42
+            load_s2s_config(None, [*S2S_TINY, "train.epochs=2", "train.batch_size=4"])]  # 12 + 1 SCAN lines: 4
+    totals = [84, 42, 8]
+    if find_spec("transformers") and find_spec("tokenizers"):
+        from tests.test_lm import tiny as lm_tiny
+
+        cfgs.append(lm_tiny("train.epochs=1"))  # 48 + 32 rows: 5 steps
+        totals.append(5)
+    assert [c.total_steps() for c in cfgs] == totals
+    jobs = [(c, tmp_path / str(i)) for i, c in enumerate(cfgs)]
+
+    def interrupt(_step, _total, _status):
+        raise KeyboardInterrupt  # the first run stops after its first epoch (21 steps)
+
+    with pytest.raises(KeyboardInterrupt):
+        train(cfgs[0], jobs[0][1], progress=interrupt)
+    bars = []
+
+    class Recorded(SweepProgress):
+        def __init__(self, *args):
+            super().__init__(*args)
+            bars.append((self.bar, self.bar.n, self.bar.total))
+
+    monkeypatch.setattr(execute, "SweepProgress", Recorded)
+    results = run_all(jobs, backend="local", show_progress=True)
+    assert all(r.error is None for r in results), [r.error for r in results]
+    bar, initial, total = bars[0]
+    assert (initial, total) == (21, sum(totals))
+    assert bar.n == bar.total == sum(totals) == sum(rundir.read_metrics(d)[-1]["step"] for _, d in jobs)
 
 
 def test_unknown_backend_names_allowed_values():

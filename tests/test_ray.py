@@ -50,9 +50,10 @@ def _die_once(run_dir: Path, epoch: int, marker: Path) -> Callable[[], None]:
         train_reporting = backend.train_reporting
 
         def dying(cfg, d, put):
-            def put_or_die(key, ep, payload):
-                put(key, ep, payload)  # the epoch's progress event reaches the driver first
-                if ep == epoch and Path(d) == run_dir and not marker.exists():
+            def put_or_die(key, step, total, payload):
+                put(key, step, total, payload)  # the epoch's progress event reaches the driver first
+                at_epoch = step is not None and step == epoch * total // cfg.train.epochs  # events count steps
+                if at_epoch and Path(d) == run_dir and not marker.exists():
                     step0 = rundir.checkpoint_path(d, 0).stat().st_mtime_ns
                     marker.write_text(json.dumps({"pid": os.getpid(), "step0_mtime": step0}))
                     os.kill(os.getpid(), signal.SIGKILL)
@@ -101,8 +102,9 @@ def test_2x2_sweep_on_a_local_ray_cluster_equals_plain_training(tmp_path, ray_en
     for name in (rundir.METRICS, rundir.EPOCHS):
         assert _records(tmp_path / "long", name) == _records(tmp_path / "plain", name), name
     assert [r["epoch"] for r in _records(tmp_path / "long", rundir.METRICS)] == list(range(7))
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert "5/6 runs done, 0 running, 1 failed" in err  # the aggregated bar's last label
+    assert f"run {tmp_path / 'long'}: worker died; Ray started it again (attempt 2 of 2)" in out  # the retry, announced
     assert any(p.name.startswith("session_") for p in ray_env.iterdir())  # Ray's files went there
 
 
@@ -126,6 +128,7 @@ def test_a_killed_worker_without_retries_fails_its_run_and_the_sweep_exits_1(tmp
     assert failed == {f"run failed: {victim}: WorkerCrashedError: The worker died unexpectedly while executing "
                       "this task. Check python-core-worker-*.log files for more information."}, text
     assert f"sweep t: 1/2 runs done in {out}; 1 failed" in text and "Traceback" not in text
+    assert "started it again" not in text  # no retry to announce
     assert rundir.is_done(other) and not rundir.is_done(victim) and marker.exists()
     assert [r["epoch"] for r in _records(victim, rundir.EPOCHS)] == [1]  # its resume state (epoch 1) is kept
     # run again, the sweep trains only the failed run, which resumes from epoch 1 (the dead writer's lock taken over)

@@ -48,7 +48,7 @@ from anchorlab.schedule import lr_at
 from anchorlab.tasks import TaskData, make_task_data
 from anchorlab.train import batch_order, build_initialized_model, make_summary
 
-# Called after every epoch with (run index, epochs done, total epochs, latest metrics).
+# Called after every epoch with (run index, optimizer steps done, the run's total steps, latest metrics).
 BatchedProgressFn = Callable[[int, int, int, dict[str, Any]], None]
 
 # Fields every run of a batch must share (dotted); everything else may differ per run.
@@ -240,13 +240,8 @@ def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress
 
 
 def _resume_epoch(run_dir: Path) -> int:
-    from safetensors import safe_open
-
-    path = run_dir / rundir.CKPT_DIR / rundir.RESUME
-    if not path.exists():
-        return 0
-    with safe_open(str(path), "pt") as f:
-        return int(f.metadata()["epoch"])
+    point = rundir.resume_point(run_dir)
+    return 0 if point is None else point[1]
 
 
 def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index: list[int],
@@ -264,7 +259,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
     train_idx = torch.from_numpy(data.in_train.nonzero()[0]).to(device)
     x_train, y_train = all_x[train_idx], all_y[train_idx]  # resident on the device, shared by all K runs
     n_train, B = len(x_train), tc0.batch_size
-    steps_per_epoch = n_train // B if tc0.drop_last else -(-n_train // B)
+    steps_per_epoch = tc0.steps_per_epoch(n_train)
     if steps_per_epoch == 0:
         raise ValueError(f"train.batch_size {B} exceeds the {n_train} training rows")
     if not tc0.drop_last and n_train % B:
@@ -342,7 +337,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
                     _save_resume_row(s, k, d, scratch, step, epoch)
                 if progress is not None:
                     status = {"loss": epoch_loss[k], **{m: last[k].get(m) for m in HEADLINE[cfg.task.name]}}
-                    progress(index[k], epoch, tc.epochs, status)
+                    progress(index[k], step, steps_per_epoch * tc.epochs, status)
                 if final:
                     _finish(cfg, d, s.load_into(scratch, k), steps_per_epoch, n_train, t_start)
                     stopped[k] = True

@@ -270,6 +270,10 @@ class TrainConfig:
         check(valid_device(self.device, auto=True), "train.device",
                f"'auto', 'cpu', 'cuda', 'cuda:N' or 'mps' (got {self.device!r})")
 
+    def steps_per_epoch(self, n_train: int) -> int:
+        """Optimizer steps in one epoch over ``n_train`` rows (a last partial batch is dropped with ``drop_last``)."""
+        return n_train // self.batch_size if self.drop_last else -(-n_train // self.batch_size)
+
 
 @dataclass(frozen=True)
 class SeedConfig:
@@ -310,6 +314,12 @@ class RunConfig:
             check(self.task.seq_len == q + 1, "task.seq_len",
                    f"q + 1 = {q + 1} when model.name = 'emb_mlp' (inputs are exactly (key, anchors))")
         return self
+
+    def total_steps(self) -> int | None:
+        """Optimizer steps of the whole run (every epoch; an early stop ends it sooner), known before its data
+        are made; None with a task reference file (its rows decide)."""
+        n_train = self.task.n_train_rows()
+        return None if n_train is None else self.train.steps_per_epoch(n_train) * self.train.epochs
 
     def to_dict(self) -> dict[str, Any]:
         return to_plain(dataclasses.asdict(self))

@@ -1,10 +1,11 @@
 """Run many run configs (anchor-task ``RunConfig`` or real-language ``LMRunConfig``) on one back-end
 (:mod:`anchorlab.backends`): in-process, a pool of 1-thread worker processes, or Ray tasks.
 
-Progress of all runs is one bar over the sweep's epochs (its rate gives the ETA) whose label counts runs
-done / running / failed. Runs whose directory is already DONE (with the same config, execution fields such
-as ``train.threads`` aside) are never dispatched; unfinished ones resume. A failing run does not stop the
-others; at the end each failed run is one line: its directory and why.
+Progress of all runs is one bar over the sweep's optimizer steps (its rate gives the ETA; steps, not epochs,
+because the runs' epochs can differ a lot in length) whose label counts runs done / running / failed. Runs
+whose directory is already DONE (with the same config, execution fields such as ``train.threads`` aside) are
+never dispatched; unfinished ones resume. A failing run does not stop the others; at the end each failed run
+is one line: its directory and why.
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ def run_all(jobs: Sequence[tuple[Any, str | Path]], workers: int = 1, show_progr
     n_refused = sum(r is not None and r.error is not None for r in results)
     print(f"{len(todo_jobs)} runs: {len(todo_jobs) - len(todo) - n_refused} done, {len(todo)} to train"
           + (f", {n_refused} refused" if n_refused else ""), flush=True)
-    epochs_before = sum(c.train.epochs for c, _ in todo_jobs) - sum(c.train.epochs for c, _ in todo)
-    progress = SweepProgress(todo, len(todo_jobs) - len(todo), epochs_before, show_progress)
+    to_train = set(todo_idx)
+    # finished runs fill their part of the bar; one whose total only its data can tell is left out of it
+    steps_before = sum(c.total_steps() or 0 for i, (c, _) in enumerate(todo_jobs) if i not in to_train)
+    progress = SweepProgress(todo, len(todo_jobs) - len(todo), steps_before, show_progress)
     try:
         if not todo:
             new: list[RunResult] = []

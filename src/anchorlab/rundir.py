@@ -339,8 +339,8 @@ def save_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimize
     _save(tensors, Path(run_dir) / CKPT_DIR / RESUME, {"step": str(step), "epoch": str(epoch)})
 
 
-def load_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[int, int] | None:
-    """Restore model and optimizer from the resume state; returns (step, epoch) or None if there is none."""
+def resume_point(run_dir: Path) -> tuple[int, int] | None:
+    """(step, epoch) of the run's resume state, read from its file's header only; None if there is none."""
     from safetensors import safe_open
 
     path = Path(run_dir) / CKPT_DIR / RESUME
@@ -348,7 +348,15 @@ def load_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimize
         return None
     with safe_open(str(path), "pt") as f:
         meta = f.metadata()
-    tensors = load_file(str(path))
+    return int(meta["step"]), int(meta["epoch"])
+
+
+def load_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[int, int] | None:
+    """Restore model and optimizer from the resume state; returns (step, epoch) or None if there is none."""
+    point = resume_point(run_dir)
+    if point is None:
+        return None
+    tensors = load_file(str(Path(run_dir) / CKPT_DIR / RESUME))
     device = next(model.parameters()).device
     model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
     by_name = dict(model.named_parameters())
@@ -357,7 +365,7 @@ def load_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimize
             pname, field = key[6:].rsplit(".", 1)
             p = by_name[pname]
             optimizer.state[p][field] = v if field == "step" else v.to(device)
-    return int(meta["step"]), int(meta["epoch"])
+    return point
 
 
 def resume_extra(run_dir: Path, name: str) -> torch.Tensor | None:

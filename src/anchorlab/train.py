@@ -20,7 +20,8 @@ from anchorlab.models import build_model
 from anchorlab.schedule import lr_at
 from anchorlab.tasks import TaskData, make_task_data
 
-# Called after every epoch with (epochs done, total epochs, latest metrics); replaces the tqdm bar.
+# Called after every epoch with (optimizer steps done, the run's total steps, latest metrics); replaces the
+# tqdm bar. Steps, not epochs: a sweep's runs can have epochs of very different lengths (the sweep's bar sums them).
 ProgressFn = Callable[[int, int, dict[str, Any]], None]
 # Scalars computed from the model at every evaluation and logged with the metrics (e.g. P1's mechanism scalars).
 WeightMetrics = Callable[[nn.Module], dict[str, float]]
@@ -121,7 +122,7 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
     train_idx = torch.from_numpy(data.in_train.nonzero()[0]).to(device)
     x_train, y_train = all_x[train_idx], all_y[train_idx]  # resident on the device; batches are index slices
     n_train = len(x_train)
-    steps_per_epoch = n_train // tc.batch_size if tc.drop_last else -(-n_train // tc.batch_size)
+    steps_per_epoch = tc.steps_per_epoch(n_train)
     if steps_per_epoch == 0:
         raise ValueError(f"train.batch_size {tc.batch_size} exceeds the {n_train} training rows")
 
@@ -178,7 +179,7 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
                 bar.set_postfix(progress_postfix(status_line), refresh=False)
                 bar.update(1)
             elif progress is not None:
-                progress(epoch, tc.epochs, status_line)
+                progress(step, steps_per_epoch * tc.epochs, status_line)
             if stop:
                 break
     finally:

@@ -1,8 +1,9 @@
 """What every back-end shares: a run's result, the sweep's progress bar, thread pinning and the one call
 that trains a run and reports its progress.
 
-Every back-end feeds :class:`SweepProgress` the same events: ``(run_dir, epoch, status)`` after each
-epoch and ``(run_dir, None, error or None)`` when a run ends.
+Every back-end feeds :class:`SweepProgress` the same events: ``(run_dir, step, total_steps, status)`` after
+each epoch (optimizer steps done and the run's total, as its trainer counts them) and
+``(run_dir, None, None, error or None)`` when a run ends.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from anchorlab import kinds, rundir
 from anchorlab.config import ConfigError
 
 Job = tuple[Any, Path]  # (a run config of any kind, its run directory)
-PutFn = Callable[[str, "int | None", Any], None]  # one progress event: (run key, epoch or None, payload)
+PutFn = Callable[[str, "int | None", "int | None", Any], None]  # one event: (run key, step, total steps, payload)
 
 
 @dataclass
@@ -39,19 +40,42 @@ def one_thread(cfg: Any) -> Any:
     return cfg
 
 
-class SweepProgress:
-    """Runs done / running / failed over a sweep, as one tqdm bar over all epochs (ETA from its rate)."""
+def resume_step(run_dir: Path) -> int:
+    """The optimizer step an unfinished run resumes from (0: none, or a resume state that cannot be read; the
+    run itself reports what is wrong with it)."""
+    try:
+        point = rundir.resume_point(run_dir)
+    except Exception:
+        return 0
+    return 0 if point is None else point[0]
 
-    def __init__(self, todo: list[Job], n_done_before: int, epochs_done_before: int, show: bool) -> None:
+
+class SweepProgress:
+    """Runs done / running / failed over a sweep, and one tqdm bar over all their optimizer steps (ETA from
+    its rate).
+
+    Steps, not epochs: the runs of one sweep can have epochs of very different lengths (P1 Fig. 6 trains on
+    500 to 8,000 rows), so only steps measure work. A run's total comes from its config (``total_steps()``)
+    before it starts, and a resumed run counts from its resume step. Where only the run's data can tell its
+    total (``total_steps()`` None: a task reference file, all of a seq2seq task's rows), the run joins the bar
+    with its first event, which carries the total its trainer counted, and only the steps it trains now count.
+    A run that ends before its last step (stopped early, failed) takes its unreached steps off the total, so
+    the bar ends full: at the end, n and total are the steps the runs reached.
+    """
+
+    def __init__(self, todo: list[Job], n_done_before: int, steps_done_before: int, show: bool) -> None:
         self.n_runs = len(todo) + n_done_before
         self.done, self.failed = n_done_before, 0
         self.running: set[str] = set()
-        self.epochs: dict[str, int] = {}
+        self.total: dict[str, int | None] = {str(d): c.total_steps() for c, d in todo}  # None until known
+        self.reached: dict[str, int] = {str(d): resume_step(d) for _, d in todo}  # last step counted, per run
         self.bar: Any = None
         if show:
             from tqdm.auto import tqdm
-            total = sum(c.train.epochs for c, _ in todo) + epochs_done_before
-            self.bar = tqdm(total=total, initial=epochs_done_before, unit="ep", dynamic_ncols=True)
+            known = [k for k, t in self.total.items() if t is not None]
+            self.bar = tqdm(total=steps_done_before + sum(self.total[k] or 0 for k in known),
+                            initial=steps_done_before + sum(self.reached[k] for k in known), unit="step",
+                            dynamic_ncols=True)
             self._label()
 
     def label(self) -> str:
@@ -61,13 +85,16 @@ class SweepProgress:
         if self.bar is not None:
             self.bar.set_description(self.label(), refresh=refresh)
 
-    def event(self, key: str, epoch: int | None, payload: Any) -> None:
-        """``epoch`` done with status line ``payload``; or, with ``epoch`` None, the run ended (``payload``:
-        its error or None)."""
+    def event(self, key: str, step: int | None, total: int | None, payload: Any) -> None:
+        """``step`` of the run's ``total`` steps done, with status line ``payload``; or, with ``step`` None, the
+        run ended (``payload``: its error or None)."""
         from anchorlab.metrics import progress_postfix
 
-        if epoch is None:
+        reached = self.reached.get(key, 0)
+        if step is None:
             self.running.discard(key)
+            self._grow(-max(0, (self.total.get(key) or reached) - reached))  # the steps it will not train
+            self.total[key] = reached
             if payload is None:
                 self.done += 1
             else:
@@ -76,11 +103,21 @@ class SweepProgress:
                 self.write(f"run failed: {key}: {last}")
         else:
             self.running.add(key)
+            # the trainer's count: the run's total first known now, or (should never be) not the config's
+            if total is not None and total != self.total.get(key):
+                planned = self.total.get(key)
+                self._grow(total - (reached if planned is None else planned))
+                self.total[key] = total
             if self.bar is not None:
-                self.bar.update(max(0, epoch - self.epochs.get(key, 0)))
+                # a retried run may resume behind the step it had reported: those steps count once
+                self.bar.update(max(0, step - reached))
                 self.bar.set_postfix(progress_postfix(payload), refresh=False)
-            self.epochs[key] = epoch
-        self._label(refresh=epoch is None)  # an epoch redraws through update(); a run's end redraws now
+            self.reached[key] = max(reached, step)
+        self._label(refresh=step is None)  # an epoch redraws through update(); a run's end redraws now
+
+    def _grow(self, steps: int) -> None:
+        if self.bar is not None and steps:
+            self.bar.total += steps
 
     def write(self, line: str) -> None:
         if self.bar is not None:
@@ -113,11 +150,11 @@ def split_done(jobs: list[Job]) -> tuple[list[RunResult | None], list[int]]:
 
 def train_reporting(cfg: Any, run_dir: Path, put: PutFn) -> RunResult:
     """Train one run with its kind's training function (``anchorlab train`` or ``anchorlab lm``), sending
-    progress events through ``put(key, epoch, payload)``; never raises."""
+    progress events through ``put(key, step, total_steps, payload)``; never raises."""
     key = str(run_dir)
 
-    def report(epoch: int, _total: int, status: dict[str, Any]) -> None:
-        put(key, epoch, status)
+    def report(step: int, total: int, status: dict[str, Any]) -> None:
+        put(key, step, total, status)
 
     try:
         train = kinds.kind_of(cfg).get("train")
@@ -126,5 +163,5 @@ def train_reporting(cfg: Any, run_dir: Path, put: PutFn) -> RunResult:
         result = RunResult(run_dir, None, str(e))
     except Exception:  # reported to the caller; the other runs go on
         result = RunResult(run_dir, None, traceback.format_exc())
-    put(key, None, result.error)
+    put(key, None, None, result.error)
     return result

@@ -31,24 +31,24 @@ def run_batched(todo: list[Job], k: int, progress: SweepProgress) -> list[RunRes
     for group in batch_groups(todo, k):
         keys = [str(todo[i][1]) for i in group]
 
-        def report(j: int, epoch: int, _total: int, status: dict[str, Any], keys: list[str] = keys) -> None:
-            progress.event(keys[j], epoch, status)
+        def report(j: int, step: int, total: int, status: dict[str, Any], keys: list[str] = keys) -> None:
+            progress.event(keys[j], step, total, status)
 
         try:
             summaries = train_batched([todo[i][0] for i in group], [todo[i][1] for i in group], progress=report,
                                       show_progress=False)
             for i, s in zip(group, summaries):
                 results[i] = RunResult(todo[i][1], s)
-                progress.event(str(todo[i][1]), None, None)
+                progress.event(str(todo[i][1]), None, None, None)
         except Exception:  # the group's unfinished runs failed (those that finished keep); the other groups go on
             err = traceback.format_exc()
             for i in group:
                 d = todo[i][1]
                 if rundir.is_done(d):
                     results[i] = RunResult(d, rundir.read_json(d / rundir.SUMMARY))
-                    progress.event(str(d), None, None)
+                    progress.event(str(d), None, None, None)
                 else:
                     reason = (d / rundir.FAILED).read_text() if (d / rundir.FAILED).exists() else err
                     results[i] = RunResult(d, None, reason)
-                    progress.event(str(d), None, reason)
+                    progress.event(str(d), None, None, reason)
     return [r for r in results if r is not None]

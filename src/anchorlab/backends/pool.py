@@ -104,7 +104,7 @@ def run_pool(todo: list[Job], workers: int, progress: SweepProgress, max_retries
                     waiting.append(i)
                 else:
                     results[i] = RunResult(d, None, reason)
-                    progress.event(str(d), None, reason)
+                    progress.event(str(d), None, None, reason)
     finally:
         for proc, conn in running.values():  # interrupted: stop the workers (their runs resume next time)
             proc.terminate()

@@ -2,12 +2,15 @@
 
 Each run is a task with ``num_cpus=1`` (one intra-op thread) and ``num_gpus`` (a fraction lets several
 small models share a GPU). A task whose worker dies (killed, out of memory, node lost) is retried up to
-``max_retries`` times and resumes from its run directory's last resume checkpoint; an exception raised
+``max_retries`` times and resumes from its run directory's last resume checkpoint (a line says so when the
+retry starts); an exception raised
 by training is not retried (it would fail again) and is reported as that run's error. Runs already DONE
 are never submitted (:func:`anchorlab.backends.common.split_done`). The sweep directory must be on a file system
 that every node sees, and every node needs anchorlab and torch installed.
 
-Progress events travel back through a ``ray.util.queue.Queue`` (an actor holding no CPU).
+Progress events travel back through a ``ray.util.queue.Queue`` (an actor holding no CPU), as the pool's pipes
+carry them: ``("start", run_dir)`` when a task starts (a run's second start is Ray retrying it) and
+``("event", event)`` for :class:`~anchorlab.backends.common.SweepProgress`.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ def _import_ray() -> Any:
 
 def _run_task(cfg: Any, run_dir: Path, queue: Any) -> RunResult:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    return train_reporting(cfg, run_dir, lambda *event: queue.put(event))
+    queue.put(("start", str(run_dir)))  # Ray tells the driver nothing when it retries a task; this does
+    return train_reporting(cfg, run_dir, lambda *event: queue.put(("event", event)))
 
 
 def _fields(r: RunResult) -> tuple[dict[str, Any] | None, str | None]:
@@ -68,14 +72,23 @@ def run_ray(todo: list[Job], progress: SweepProgress, address: str | None = None
         # absolute directories: a worker's working directory is not the driver's
         refs = [task.remote(one_thread(cfg), d.resolve(), queue) for cfg, d in todo]
         pending = list(refs)
+        jobs = {str(d.resolve()): d for _, d in todo}  # a task's directory -> the job's, which keys the bar
+        starts: dict[str, int] = {}
 
         def drain() -> None:
             while True:
                 try:
-                    event = queue.get(block=False)
+                    tag, body = queue.get(block=False)
                 except Empty:
                     return
-                progress.event(*event)
+                if tag == "event":
+                    key, *rest = body
+                    progress.event(str(jobs.get(key, key)), *rest)
+                    continue
+                starts[body] = starts.get(body, 0) + 1
+                if starts[body] > 1:  # only a dead worker makes Ray run a task again (exceptions are not retried)
+                    progress.write(f"run {jobs.get(body, body)}: worker died; Ray started it again "
+                                   f"(attempt {starts[body]} of {max_retries + 1})")
 
         while pending:
             _ready, pending = ray.wait(pending, num_returns=len(pending), timeout=poll_seconds)
@@ -90,7 +103,7 @@ def run_ray(todo: list[Job], progress: SweepProgress, address: str | None = None
                 # keep the error's name and its first line, which say what happened
                 first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
                 error = f"{type(e).__name__}: {first}"
-                progress.event(str(d.resolve()), None, error)
+                progress.event(str(d), None, None, error)
                 results.append(RunResult(d, None, error))
         return results
     finally:

@@ -137,6 +137,10 @@ class LMTrainConfig:
         check(self.threads >= 0, "train.threads", "an integer >= 0 (0 = all cores)")
         check(valid_device(self.device), "train.device", f"'cpu', 'cuda', 'cuda:N' or 'mps' (got {self.device!r})")
 
+    def steps_per_epoch(self, n_train: int) -> int:
+        """Optimizer steps in one epoch over ``n_train`` rows (the last batch may be smaller)."""
+        return -(-n_train // self.batch_size)
+
 
 @dataclass(frozen=True)
 class LMSeedConfig:
@@ -162,6 +166,10 @@ class LMRunConfig:
         for part in (self.data, self.model, self.init, self.train, self.seeds):
             part.validate()
         return self
+
+    def total_steps(self) -> int:
+        """Optimizer steps of the whole run: one training row per PrOntoQA example and per story."""
+        return self.train.steps_per_epoch(self.data.n_prontoqa + self.data.n_stories) * self.train.epochs
 
     def to_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(dataclasses.asdict(self)))

@@ -48,6 +48,16 @@ class Seq2SeqTaskConfig:
             check(getattr(self, f) >= 0, f"seq2seq.{f}", "an integer >= 0 (0 = all)")
         check(0 < self.primitive_fraction < 1, "seq2seq.primitive_fraction", "a float in (0, 1)")
 
+    def primitive_copies(self, n_commands: int) -> int:
+        """SCAN: lines of the isolated primitive added to ``n_commands`` other commands (at least one)."""
+        return max(1, round(n_commands * self.primitive_fraction / (1 - self.primitive_fraction)))
+
+    def n_train_rows(self) -> int | None:
+        """Training rows of the task; None for ``n_train`` 0 (all rows: only the task's files can tell)."""
+        if self.n_train == 0:
+            return None
+        return self.n_train + (self.primitive_copies(self.n_train) if self.task == "scan" else 0)
+
 
 @dataclass(frozen=True)
 class Seq2SeqModelConfig:
@@ -88,6 +98,11 @@ class Seq2SeqRunConfig:
             check(self.init.convention == "fan_in", "init.convention", "'fan_in' with model.arch = 'gpt'")
             check(not self.init.overrides, "init.overrides", "empty with model.arch = 'gpt'")
         return self
+
+    def total_steps(self) -> int | None:
+        """Optimizer steps of the whole run; None where only the task's files can tell its training rows."""
+        n_train = self.seq2seq.n_train_rows()
+        return None if n_train is None else self.train.steps_per_epoch(n_train) * self.train.epochs
 
     def to_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(dataclasses.asdict(self)))

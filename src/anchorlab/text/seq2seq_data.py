@@ -76,7 +76,7 @@ def scan_rows(cfg: Seq2SeqRunConfig) -> TaskRows:
     primitive = scan.PRIMITIVES[tc.scan_split]
     others = sorted({p for p in split.train if p[0] != primitive})
     chosen = [others[i] for i in _draw(len(others), tc.n_train, seed)]
-    copies = max(1, round(len(chosen) * tc.primitive_fraction / (1 - tc.primitive_fraction)))
+    copies = tc.primitive_copies(len(chosen))
     train = chosen + [(primitive, scan.interpret(primitive))] * copies
     test = [split.test[i] for i in _draw(len(split.test), tc.n_test, seed + _EVAL_SEED_OFFSET)]
     everything = _words(list(scan.scan_pairs()))

@@ -86,7 +86,7 @@ def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: Pro
     g = np.random.default_rng(cfg.seeds.train_seed)
     train_rows = subset(data.train, np.sort(g.choice(n, size=min(n, tc.eval_train_rows), replace=False)))
     x_all, y_all = torch.as_tensor(data.train.inputs), torch.as_tensor(data.train.targets)
-    steps_per_epoch = -(-n // tc.batch_size)
+    steps_per_epoch = tc.steps_per_epoch(n)
     total_steps = steps_per_epoch * tc.epochs
 
     model = build_model(cfg, data.vocab_size, data.n_ctx, data.eos_id).to(device)
@@ -154,7 +154,7 @@ def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: Pro
             rundir.save_resume(run_dir, model, opt, step, epoch,
                               extra={RUNNING: torch.tensor(running, dtype=torch.float64)})
             if bar is None and progress is not None:
-                progress(epoch, tc.epochs, {"loss": epoch_loss, "em_test": last["em_test"]})
+                progress(step, total_steps, {"loss": epoch_loss, "em_test": last["em_test"]})
     finally:
         if bar is not None:
             bar.close()

@@ -49,7 +49,7 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, progress: ProgressFn | No
     """Train ``cfg`` into ``run_dir`` (resuming an unfinished run exactly) and return the summary.
 
     ``show_progress``: a tqdm bar over steps (loss, per-source losses, True/False test accuracy); without it,
-    ``progress(epoch, epochs, status)`` is called after every epoch (the sweep's one bar)."""
+    ``progress(step, total_steps, status)`` is called after every epoch (the sweep's one bar)."""
     run_dir = Path(run_dir)
     if not rundir.is_done(run_dir) and not (run_dir / DATA).is_dir():
         story_source(cfg.data.stories)  # stories that are not there: fail before anything is written
@@ -70,7 +70,7 @@ def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: Progress
     lengths = scored_lengths(train.targets)
     test_rows = torch.arange(len(test))
     n = len(train)
-    steps_per_epoch = -(-n // tc.batch_size)
+    steps_per_epoch = tc.steps_per_epoch(n)
     total_steps = steps_per_epoch * tc.epochs
 
     model = build_lm(cfg, tok.vocab_size, tok.eos_id).to(device)
@@ -139,7 +139,7 @@ def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: Progress
                 rundir.save_checkpoint(run_dir, model, step, epoch)
             rundir.save_resume(run_dir, model, opt, step, epoch, extra={RUNNING: run_sum})
             if bar is None and progress is not None:
-                progress(epoch, tc.epochs, {"loss": loss.item(), **{k: last[k] for k in STATUS_KEYS}})
+                progress(step, total_steps, {"loss": loss.item(), **{k: last[k] for k in STATUS_KEYS}})
     finally:
         if bar is not None:
             bar.close()
