@@ -170,6 +170,36 @@ def test_fig4_boxes_follow_equal_targets(runs, tmp_path):
     assert all(float(r["cosine"]) == pytest.approx(1.0) for r in diag)
 
 
+def test_fig4_center_subtracts_each_comparisons_mean_vector(runs, tmp_path):
+    """``center=True``: E5 cosines are those of v − mean over both compared sets, E6 of u − mean over all u."""
+    from anchorlab.analysis.embeddings import cosine_matrix, fused_vectors, single_anchor_vectors
+    from anchorlab.figures.p1 import E5_KEYS, E5_LOWER, E5_UPPER, E6_TARGETS
+
+    draw("p1-fig4", runs[:1], tmp_path / "plain")
+    draw("p1-fig4", runs[:1], tmp_path / "centred", center=True)
+    plain, centred = (read_csv(tmp_path / d / "p1-fig4.csv") for d in ("plain", "centred"))
+    assert {r["centered"] for r in plain} == {"False"} and {r["centered"] for r in centred} == {"True"}
+    model, cfg = load_model(runs[0])
+    keys = list(E5_KEYS)
+    v = {p: fused_vectors(model, cfg.task, keys, p) for p in (*E5_LOWER, *E5_UPPER)}
+    a, b = v[E5_LOWER[0]], v[E5_LOWER[1]]
+    mean = np.concatenate([a, b]).mean(axis=0)
+    expect_lower = cosine_matrix(a - mean, b - mean)
+    a, b = v[E5_UPPER[0]], v[E5_UPPER[1]]
+    mean = np.concatenate([a, b]).mean(axis=0)
+    expect_upper = cosine_matrix(a - mean, b - mean)
+    for r in (r for r in centred if r["panel"] == "E5"):
+        i, j = keys.index(int(r["row"])), keys.index(int(r["col"]))
+        want = expect_lower[i, j] if i >= j else expect_upper[i, j]
+        assert float(r["cosine"]) == pytest.approx(want, abs=1e-9)
+    k6, a6 = single_anchor_layout(cfg.task, E6_TARGETS)
+    u = single_anchor_vectors(model, cfg.task, k6, a6)
+    expect6 = cosine_matrix(u - u.mean(axis=0))
+    e6 = [float(r["cosine"]) for r in centred if r["panel"] == "E6"]
+    np.testing.assert_allclose(np.reshape(e6, expect6.shape), expect6, atol=1e-9)
+    assert not np.allclose(e6, [float(r["cosine"]) for r in plain if r["panel"] == "E6"])
+
+
 def test_fig5_groups_and_pca(runs, tmp_path):
     draw("p1-fig5", runs, tmp_path, threshold=0.7)
     rows = read_csv(tmp_path / "p1-fig5.csv")

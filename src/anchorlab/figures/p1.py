@@ -195,36 +195,57 @@ def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5
     return save_figure(fig, rows, Path(out), "p1-fig3b")
 
 
+def _centered(*groups: np.ndarray) -> list[np.ndarray]:
+    """The groups of row vectors minus the mean row of all of them together."""
+    mean = np.concatenate(groups).mean(axis=0, keepdims=True)
+    return [g - mean for g in groups]
+
+
 @figure("p1-fig4", "run", "P1 Fig. 4: fused-vector cosines with equal-target boxes (E5) and the single-anchor map (E6)")
-def p1_fig4(run_dir: Path, out: str | Path, step: Step = None) -> Path:
+def p1_fig4(run_dir: Path, out: str | Path, step: Step = None, center: bool = False) -> Path:
     """E5: lower triangle cos(v(x1;3,3), v(x2;2,2)), upper triangle cos(v(x1;1,2), v(x2;1,3)), keys 30-40,
-    red boxes where the targets are equal. E6: cos of u(x; a) at the first anchor, 4×4 blocks of equal g."""
+    red boxes where the targets are equal. E6: cos of u(x; a) at the first anchor, 4×4 blocks of equal g.
+
+    ``center`` (not in P1, off by default): subtract from each compared set the mean vector of that comparison
+    (the two E5 sets of a triangle together; all E6 vectors) before the cosines. A trained model's vectors can
+    share a large common component that puts every cosine near 1, hiding the equal-target structure; the panel
+    titles give the mean cosine on and off the red boxes either way."""
     [(d, model, cfg)] = _load_runs("p1-fig4", run_dir, step)
     t = cfg.task
     keys = list(E5_KEYS)
     v = {p: fused_vectors(model, t, keys, p) for p in (*E5_LOWER, *E5_UPPER)}
-    lower = cosine_matrix(v[E5_LOWER[0]], v[E5_LOWER[1]])
-    upper = cosine_matrix(v[E5_UPPER[0]], v[E5_UPPER[1]])
+    pairs = [(v[E5_LOWER[0]], v[E5_LOWER[1]]), (v[E5_UPPER[0]], v[E5_UPPER[1]])]
+    if center:
+        pairs = [tuple(_centered(a, b)) for a, b in pairs]
+    lower = cosine_matrix(*pairs[0])
+    upper = cosine_matrix(*pairs[1])
     tri = np.tril(np.ones_like(lower, dtype=bool))
     C5 = np.where(tri, lower, upper)
     boxes5 = np.where(tri, equal_target_mask(keys, E5_LOWER[0], keys, E5_LOWER[1], t),
                       equal_target_mask(keys, E5_UPPER[0], keys, E5_UPPER[1], t))
     k6, a6 = single_anchor_layout(t, E6_TARGETS)
-    C6 = cosine_matrix(single_anchor_vectors(model, t, k6, a6))
+    u6 = single_anchor_vectors(model, t, k6, a6)
+    C6 = cosine_matrix(_centered(u6)[0] if center else u6)
     shift = dict(zip(t.anchors, t.shifts))
     g6 = np.asarray([k + shift[a] for k, a in zip(k6, a6)])  # single-anchor targets g(x; a)
     boxes6 = g6[:, None] == g6[None, :]
     labels6 = [f"{k}|{a}" for k, a in zip(k6, a6)]
+    off6 = ~np.eye(len(k6), dtype=bool)  # the diagonal (a vector with itself) is neither on nor off
+    tag = ", centred" if center else ""
+
+    def on_off(C: np.ndarray, boxes: np.ndarray, mask: np.ndarray | bool = True) -> str:
+        return f"mean cos on boxes {C[boxes & mask].mean():.2f}, off {C[~boxes & mask].mean():.2f}"
+
     fig = plot_cosine_heatmaps([
-        {"C": C5, "boxes": boxes5, "tick_labels": keys, "title": f"E5 fused v(x;a1,a2): {_label(cfg)}\n"
-         "lower (3,3) vs (2,2) · upper (1,2) vs (1,3)", "xlabel": "x2", "ylabel": "x1"},
-        {"C": C6, "boxes": boxes6, "tick_labels": labels6, "title": "E6 single-anchor u(x;a) (key|anchor)",
-         "xlabel": "input", "ylabel": "input"}])
+        {"C": C5, "boxes": boxes5, "tick_labels": keys, "title": f"E5 fused v(x;a1,a2){tag}: {_label(cfg)}\n"
+         f"lower (3,3) vs (2,2) · upper (1,2) vs (1,3)\n{on_off(C5, boxes5)}", "xlabel": "x2", "ylabel": "x1"},
+        {"C": C6, "boxes": boxes6, "tick_labels": labels6, "title": f"E6 single-anchor u(x;a) (key|anchor){tag}\n"
+         f"{on_off(C6, boxes6, off6)}", "xlabel": "input", "ylabel": "input"}])
     rows = [{"panel": "E5", "row": keys[i], "col": keys[j], "cosine": C5[i, j], "equal_target": bool(boxes5[i, j]),
-             "pairs": f"{E5_LOWER[0]}v{E5_LOWER[1]}" if tri[i, j] else f"{E5_UPPER[0]}v{E5_UPPER[1]}"}
-            for i in range(len(keys)) for j in range(len(keys))]
+             "pairs": f"{E5_LOWER[0]}v{E5_LOWER[1]}" if tri[i, j] else f"{E5_UPPER[0]}v{E5_UPPER[1]}",
+             "centered": center} for i in range(len(keys)) for j in range(len(keys))]
     rows += [{"panel": "E6", "row": labels6[i], "col": labels6[j], "cosine": C6[i, j],
-              "equal_target": bool(boxes6[i, j])} for i in range(len(k6)) for j in range(len(k6))]
+              "equal_target": bool(boxes6[i, j]), "centered": center} for i in range(len(k6)) for j in range(len(k6))]
     return save_figure(fig, rows, Path(out), "p1-fig4")
 
 
