@@ -316,3 +316,82 @@ def test_step_selects_the_checkpoint(runs, tmp_path):
     assert sorted({int(r["step"]) for r in read_csv(tmp_path / "e" / "p1-fig12.csv")}) == [0, kept[-1]]
     with pytest.raises(ConfigError, match="step"):
         draw("p1-fig4", runs[:1], tmp_path, step=[7])
+
+
+# ---- RUN_DIR@STEP: a checkpoint per run -------------------------------------------------------------
+
+
+def _cli(*args):
+    from anchorlab.cli import main
+
+    return main(["figure", *map(str, args)])
+
+
+def test_at_step_is_the_same_as_step_on_one_run(runs, tmp_path):
+    from anchorlab import rundir
+
+    s = rundir.checkpoint_steps(runs[0])[1]
+    for name in ("p1-fig13", "p1-fig5", "p1-fig3b"):
+        assert _cli(name, f"{runs[0]}@{s}", "--out", tmp_path / "at") == 0
+        assert _cli(name, runs[0], "--step", s, "--out", tmp_path / "step") == 0
+        at, step = (read_csv(tmp_path / d / f"{name}.csv") for d in ("at", "step"))
+        assert at == step
+    for name in ("p1-fig13", "p1-fig5"):  # the multi-run figures say the step of each row
+        assert {int(r["step"]) for r in read_csv(tmp_path / "at" / f"{name}.csv")} == {s}
+
+
+def test_two_runs_at_different_steps_in_one_figure(runs, tmp_path):
+    from anchorlab import rundir
+
+    s0, s1 = rundir.checkpoint_steps(runs[0])[1], rundir.checkpoint_steps(runs[1])[-1]
+    draw("p1-fig5", [f"{runs[0]}@{s0}", f"{runs[1]}@{s1}"], tmp_path / "both")
+    both = read_csv(tmp_path / "both" / "p1-fig5.csv")
+    assert {(r["run_id"], int(r["step"])) for r in both} == {(runs[0].name, s0), (runs[1].name, s1)}
+    for d, s in ((runs[0], s0), (runs[1], s1)):  # each run's rows are those of that run alone at its step
+        draw("p1-fig5", [d], tmp_path / d.name, step=[s])
+        assert [r for r in both if r["run_id"] == d.name] == read_csv(tmp_path / d.name / "p1-fig5.csv")
+    # @STEP wins over --step for its run; the others take --step
+    assert _cli("p1-fig13", runs[0], f"{runs[1]}@{s1}", "--step", 0, "--out", tmp_path / "mix") == 0
+    mix = read_csv(tmp_path / "mix" / "p1-fig13.csv")
+    assert {(r["run_id"], int(r["step"])) for r in mix} == {(runs[0].name, 0), (runs[1].name, s1)}
+    # the same run twice, at two steps
+    draw("p1-fig3", [f"{runs[0]}@0", f"{runs[0]}@{s0}"], tmp_path / "twice")
+    assert {int(r["step"]) for r in read_csv(tmp_path / "twice" / "p1-fig3.csv")} == {0, s0}
+
+
+def test_fig12_part_b_stops_at_the_runs_step(runs, tmp_path):
+    from anchorlab import rundir
+
+    kept0, kept1 = rundir.checkpoint_steps(runs[0]), rundir.checkpoint_steps(runs[1])
+    draw("p1-fig12", [f"{runs[0]}@{kept0[2]}", runs[1]], tmp_path)
+    rows = read_csv(tmp_path / "p1-fig12.csv")
+    steps = {d.name: sorted({int(r["step"]) for r in rows if r["run_id"] == d.name}) for d in runs}
+    assert steps == {runs[0].name: kept0[:3], runs[1].name: kept1}
+    at = [r for r in rows if r["run_id"] == runs[0].name and int(r["step"]) == kept0[2]]
+    draw("p1-fig12", [runs[0]], tmp_path / "step", step=[kept0[2]])  # (a) at STEP: the eigenvalues at STEP
+    assert at == read_csv(tmp_path / "step" / "p1-fig12.csv")
+
+
+def test_a_directory_named_with_an_at_is_taken_whole(runs, tmp_path):
+    link = tmp_path / "run@7"
+    link.symlink_to(runs[0], target_is_directory=True)
+    draw("p1-fig13", [link], tmp_path / "whole")
+    draw("p1-fig13", [f"{link}@0"], tmp_path / "at0")
+    assert {r["step"] for r in read_csv(tmp_path / "at0" / "p1-fig13.csv")} == {"0"}
+
+
+@pytest.mark.parametrize("source, figure, message", [
+    ("{run}@abc", "p1-fig5", "must be an integer >= 0, got 'abc'"),
+    ("{run}@-1", "p1-fig5", "must be an integer >= 0, got '-1'"),
+    ("{run}@", "p1-fig13", "must be an integer >= 0, got ''"),
+    ("{run}@5", "p1-fig12", "has no checkpoint at step 5; kept steps: [0, "),
+    ("{run}_missing@5", "p1-fig5", "is not a run or sweep directory"),
+    ("{run}@0", "p1-curves", "@STEP does not apply to this figure"),
+    ("{run}@0", "p1-gamma", "@STEP does not apply to this figure"),
+])
+def test_bad_at_step_is_one_line_exit_2_nothing_written(runs, tmp_path, capsys, source, figure, message):
+    source = source.format(run=runs[0])
+    assert _cli(figure, runs[1], source, "--out", tmp_path / "f") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and source in err
+    assert not (tmp_path / "f").exists()

@@ -92,12 +92,12 @@ def _collect(a: argparse.Namespace) -> None:
 
 
 def _figure(a: argparse.Namespace) -> None:
-    from anchorlab.figures import describe, draw
+    from anchorlab.figures import describe, draw, split_source
     from anchorlab.sweep import check_out_dir
 
     if a.name == "list":
         return print(describe())
-    _sources(a.source)
+    _sources([str(split_source(s)[0]) for s in a.source])  # RUN_DIR@STEP: the directory, its step checked
     for step in a.step or []:
         _positive(step, "--step", 0)
     flags = {"use_best_epoch": a.best_epoch or None, "step": a.step, "method": a.method}
@@ -185,7 +185,8 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("sweep_dir"), arg("--out", help="CSV path (default SWEEP_DIR/summary.csv)")]),
     "figure": (_figure, "draw a paper figure from a sweep or run directory (PNG + CSV)", [
         arg("name", help="figure name; `anchorlab figure list` prints them"),
-        arg("source", nargs="*", help="sweep directory, or run directories (a sweep stands for its runs)"),
+        arg("source", nargs="*", help="sweep directory, or run directories (a sweep stands for its runs); "
+            "RUN_DIR@STEP: that run's checkpoint at STEP (wins over --step)"),
         arg("--out", default="figures"), arg("--best-epoch", action="store_true", help="per run, the best evaluation"),
         arg("--step", type=int, action="append", metavar="N", help="checkpoint step(s) to analyse"),
         arg("--method", choices=("pca", "tsne"), help="2-D map of the embedding figures (default pca)"),

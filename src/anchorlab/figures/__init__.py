@@ -2,12 +2,14 @@
 
 Each recipe reads run or sweep directories (never re-runs training), computes the figure's data,
 and writes ``<out>/<name>.png`` with the data behind it as ``<out>/<name>.csv`` (and returns the PNG path).
+A source ``RUN_DIR@STEP`` names the checkpoint of that run (every run of a sweep) to analyse (:func:`split_source`).
 Modules: :mod:`.phase` (from logged metrics: P1 Fig. 2, 14, p1-gamma, p1-curves), :mod:`.p1` (P1 mechanism
 figures), :mod:`.p2` (P2 figures), :mod:`.text` (real-language figures).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,9 @@ class Recipe:
 FIGURES: dict[str, Recipe] = {}
 # The command-line flags of options every recipe may take (named in errors; others are --option KEY=VALUE).
 CLI_FLAGS = {"method": " (--method)", "step": " (--step)", "use_best_epoch": " (--best-epoch)"}
+# A "runs" recipe that takes ``run_steps`` (one step or None per run dir, in order) reads RUN_DIR@STEP sources;
+# a "run" recipe takes them through ``step``.
+RUN_STEPS = "run_steps"
 
 
 def figure(name: str, sources: str, help: str) -> Callable[[FigureFn], FigureFn]:
@@ -40,38 +45,87 @@ def figure(name: str, sources: str, help: str) -> Callable[[FigureFn], FigureFn]
     return register
 
 
+def split_source(source: str | Path) -> tuple[Path, int | None]:
+    """``(directory, step)`` of a figure source: ``RUN_DIR@STEP`` names the kept checkpoint at STEP, anything
+    else has no step. A path that exists as a directory is taken whole, even with an ``@`` in its name."""
+    from anchorlab.config import ConfigError
+
+    text = str(source)
+    if Path(text).is_dir() or "@" not in text:
+        return Path(text), None
+    head, _, tail = text.rpartition("@")
+    if not Path(head).is_dir():
+        raise ConfigError(f"source: {text} is not a run or sweep directory, nor RUN_DIR@STEP of one")
+    if not re.fullmatch(r"[0-9]+", tail):
+        raise ConfigError(f"source {text}: the step after @ must be an integer >= 0, got {tail!r}")
+    return Path(head), int(tail)
+
+
 def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: Any) -> Path:
-    """Draw figure ``name`` from ``sources`` into ``out``; a clear error for an unknown name or bad sources."""
+    """Draw figure ``name`` from ``sources`` into ``out``; a clear error for an unknown name or bad sources.
+
+    A source ``RUN_DIR@STEP`` (:func:`split_source`) analyses that run's checkpoint at STEP (a sweep@STEP: each
+    of its runs at STEP), overriding ``step`` (``--step``) for that run; figures that read only logged
+    metrics, and the sweep-grid figures, refuse it. Every STEP is checked against the kept checkpoints first."""
+    from anchorlab.config import ConfigError
+
     _load_all()
     if name not in FIGURES:
-        from anchorlab.config import ConfigError
         raise ConfigError(f"figure: unknown name {name!r}; allowed: {', '.join(sorted(FIGURES))}")
     r = FIGURES[name]
-    srcs = [Path(s) for s in sources]
-    if r.sources == "runs":  # a sweep directory stands for its runs
-        from anchorlab.sweep import run_dirs
-        srcs = run_dirs(srcs)
-    if not srcs:
-        from anchorlab.config import ConfigError
-        raise ConfigError(f"figure {name}: give at least one {'run' if r.sources == 'runs' else r.sources} directory")
-    if r.sources != "runs" and len(srcs) != 1:
-        from anchorlab.config import ConfigError
-        raise ConfigError(f"figure {name}: takes one {r.sources} directory, got {len(srcs)}")
-    for s in srcs:
-        if not s.is_dir():
-            from anchorlab.config import ConfigError
-            raise ConfigError(f"figure {name}: source {s} is not a directory")
     import inspect
 
     accepted = inspect.signature(r.fn).parameters
+    if RUN_STEPS in options:
+        raise ConfigError(f"figure {name}: give per-run steps as sources RUN_DIR@STEP, not as option {RUN_STEPS}")
+    srcs: list[Path] = []
+    at: list[tuple[int | None, str]] = []  # per run dir: its @STEP (or None) and the source that gave it
+    for source in sources:
+        s, step = split_source(source)
+        if step is not None and RUN_STEPS not in accepted and (r.sources != "run" or "step" not in accepted):
+            takers = [n for n in sorted(FIGURES) if _takes_run_steps(FIGURES[n])]
+            raise ConfigError(f"figure {name}: source {source}: @STEP does not apply to this figure (it picks no "
+                              f"checkpoint per run); figures that take RUN_DIR@STEP: {', '.join(takers)}")
+        if r.sources == "runs":  # a sweep directory stands for its runs
+            from anchorlab.sweep import run_dirs
+            runs = run_dirs([s])
+        else:
+            runs = [s]
+        srcs += runs
+        at += [(step, str(source))] * len(runs)
+    if not srcs:
+        raise ConfigError(f"figure {name}: give at least one {'run' if r.sources == 'runs' else r.sources} directory")
+    if r.sources != "runs" and len(srcs) != 1:
+        raise ConfigError(f"figure {name}: takes one {r.sources} directory, got {len(srcs)}")
+    for s in srcs:
+        if not s.is_dir():
+            raise ConfigError(f"figure {name}: source {s} is not a directory")
     for k, v in options.items():
         if k not in accepted:
-            from anchorlab.config import ConfigError
             takers = [n for n in sorted(FIGURES) if k in inspect.signature(FIGURES[n].fn).parameters]
+            options_ = [p for p in list(accepted)[2:] if p != RUN_STEPS]
             raise ConfigError(f"figure {name}: option {k}={v!r}{CLI_FLAGS.get(k, '')} does not apply; its options "
-                              f"are {', '.join(list(accepted)[2:]) or 'none'} (figures that take {k}: "
+                              f"are {', '.join(options_) or 'none'} (figures that take {k}: "
                               f"{', '.join(takers) or 'none'})")
+    from anchorlab import rundir
+
+    for d, (step, source) in zip(srcs, at):
+        kept = rundir.checkpoint_steps(d) if step is not None and (d / rundir.CKPT_DIR).is_dir() else []
+        if step is not None and step not in kept:
+            raise ConfigError(f"source {source}: {d} has no checkpoint at step {step}; kept steps: {kept}")
+    if any(step is not None for step, _ in at):
+        if r.sources == "run":
+            options["step"] = at[0][0]  # @STEP wins over --step
+        else:
+            options[RUN_STEPS] = [step for step, _ in at]
     return r.fn(srcs if r.sources == "runs" else srcs[0], Path(out), **options)
+
+
+def _takes_run_steps(r: Recipe) -> bool:
+    import inspect
+
+    params = inspect.signature(r.fn).parameters
+    return RUN_STEPS in params or (r.sources == "run" and "step" in params)
 
 
 def settle(fig: Any) -> Any:

@@ -122,6 +122,7 @@ def _label(cfg: RunConfig) -> str:
 
 
 Step = int | Sequence[int] | None  # ``--step`` may be given several times
+RunSteps = Sequence[int | None] | None  # per run dir, its RUN_DIR@STEP (None: ``step``), from :func:`draw`
 
 
 def _one(step: Step) -> int | None:
@@ -129,22 +130,25 @@ def _one(step: Step) -> int | None:
     return step[-1] if isinstance(step, Sequence) else step
 
 
-def _load_runs(name: str, run_dirs: Sequence[Path] | Path, step: Step = None) -> list[tuple[Path, Any, RunConfig]]:
-    """(run dir, model at ``step`` (default the last kept), config) per run; a clear error where the figure
-    does not apply or the step was not kept."""
+def _load_runs(name: str, run_dirs: Sequence[Path] | Path, step: Step = None,
+               run_steps: RunSteps = None) -> list[tuple[Path, Any, RunConfig, int]]:
+    """(run dir, model, config, step of the model) per run: the model at the run's ``run_steps`` entry, else at
+    ``step``, else at the last kept checkpoint; a clear error where the figure does not apply or the step was
+    not kept."""
     run_dirs = [run_dirs] if isinstance(run_dirs, (str, Path)) else list(run_dirs)
     out = []
-    for d in run_dirs:
+    for d, at in zip(run_dirs, run_steps or [None] * len(run_dirs)):
         if not (Path(d) / rundir.CONFIG).is_file():
             raise ConfigError(f"figure {name}: {d} is not a run directory (no {rundir.CONFIG})")
         kept = rundir.checkpoint_steps(Path(d)) if (Path(d) / rundir.CKPT_DIR).is_dir() else []
-        if _one(step) is not None and _one(step) not in kept:
-            raise ConfigError(f"step: {d} has no checkpoint at step {_one(step)}; kept steps: {kept}")
-        model, cfg = load_model(d, _one(step))
+        at = _one(step) if at is None else at
+        if at is not None and at not in kept:
+            raise ConfigError(f"step: {d} has no checkpoint at step {at}; kept steps: {kept}")
+        model, cfg = load_model(d, at)  # no checkpoint at all: FileNotFoundError, as before
         reason = why_not(name, cfg)
         if reason:
             raise ConfigError(f"figure {name}: not applicable to run {d}: {reason}")
-        out.append((Path(d), model, cfg))
+        out.append((Path(d), model, cfg, kept[-1] if at is None else at))
     return out
 
 
@@ -154,11 +158,11 @@ def _load_runs(name: str, run_dirs: Sequence[Path] | Path, step: Step = None) ->
 
 @figure("p1-fig3", "runs", "P1 Fig. 3a/c: information flow of one (4,3) input with key 99, one panel per run")
 def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight: float = 0.05,
-             step: Step = None) -> Path:
+             step: Step = None, run_steps: RunSteps = None) -> Path:
     """E3: head-averaged attention as position × layer flows; dotted references show the symmetric
     (orange) and inferential (blue) mechanisms, and the titles their :func:`mechanism_scores`."""
     flows, tokens, titles, highlights, rows = [], [], [], [], []
-    for d, model, cfg in _load_runs("p1-fig3", run_dirs, step):
+    for d, model, cfg, at in _load_runs("p1-fig3", run_dirs, step, run_steps):
         x = default_probe_input(cfg.task, key, cfg.task.probe_pair)
         flow = probe_information_flow(model, x)
         P = flow.shape[1]
@@ -167,15 +171,16 @@ def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight
             scores = mechanism_scores(flow, DEFAULT_KEY_POS)
             title += f"\nsymmetric {scores['symmetric']:.2f} · inferential {scores['inferential']:.2f}"
             highlights.append(mechanism_edges(DEFAULT_KEY_POS, -1, P))
-            rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "score", "mechanism": m, "weight": v}
+            rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "kind": "score", "mechanism": m,
+                      "weight": v}
                      for m, v in scores.items()]
         else:
             highlights.append({})
         flows.append(flow)
         tokens.append(x[0].tolist())
         titles.append(title)
-        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "edge", "layer": l_, "query": k, "key": j,
-                  "weight": w} for l_, k, j, w in flow_edges(flow)]
+        rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "kind": "edge", "layer": l_, "query": k,
+                  "key": j, "weight": w} for l_, k, j, w in flow_edges(flow)]
     fig = plot_information_flows(flows, tokens, titles, highlights, min_weight=min_weight)
     return save_figure(fig, rows, Path(out), "p1-fig3")
 
@@ -185,7 +190,7 @@ def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5
              step: Step = None) -> Path:
     """E4: last-token X^{ao(1)} of ``n_per_pair`` random keys per ordered anchor pair, in 2-D by ``method``."""
     word = _method(method)
-    [(d, model, cfg)] = _load_runs("p1-fig3b", run_dir, step)
+    [(d, model, cfg, _)] = _load_runs("p1-fig3b", run_dir, step)
     X, pairs = attention_output_vectors(model, cfg.task, n_per_pair, seed)
     coords, ratio = embed_2d(X, method, seed)
     fig = plot_pair_scatter(coords, [tuple(p) for p in pairs.tolist()], ratio,
@@ -210,7 +215,7 @@ def p1_fig4(run_dir: Path, out: str | Path, step: Step = None, center: bool = Fa
     (the two E5 sets of a triangle together; all E6 vectors) before the cosines. A trained model's vectors can
     share a large common component that puts every cosine near 1, hiding the equal-target structure; the panel
     titles give the mean cosine on and off the red boxes either way."""
-    [(d, model, cfg)] = _load_runs("p1-fig4", run_dir, step)
+    [(d, model, cfg, _)] = _load_runs("p1-fig4", run_dir, step)
     t = cfg.task
     keys = list(E5_KEYS)
     v = {p: fused_vectors(model, t, keys, p) for p in (*E5_LOWER, *E5_UPPER)}
@@ -260,35 +265,41 @@ def _condensation(model: Any, cfg: RunConfig, threshold: float, method: str = "p
 
 @figure("p1-fig5", "runs", "P1 Fig. 5: W_Q(1) neuron cosines (greedy-reordered) and item-embedding PCA/t-SNE per run")
 def p1_fig5(run_dirs: Sequence[Path], out: str | Path, threshold: float = 0.7, method: str = "pca",
-            step: Step = None) -> Path:
+            step: Step = None, run_steps: RunSteps = None) -> Path:
     """E7 + E8: per run, the reordered W_Q⁰ cosine matrix (number of groups at ``threshold`` in the title)
     and the 2-D ``method`` map of the item-token embedding rows annotated with token values."""
     word = _method(method)
     panels, rows = [], []
-    for d, model, cfg in _load_runs("p1-fig5", run_dirs, step):
+    for d, model, cfg, at in _load_runs("p1-fig5", run_dirs, step, run_steps):
         c = _condensation(model, cfg, threshold, method)
         panels.append({"C": c["C"], "cos_title": f"W_Q⁰ cosine: {_label(cfg)}\n{len(c['groups'])} groups "
                        f"(threshold {threshold:g})", "coords": c["coords"], "labels": c["tokens"],
                        "explained": c["explained"], "color_values": c["tokens"],
                        "pca_title": f"W_E item rows, {word}: {_label(cfg)}"})
         gid = {i: g for g, members in enumerate(c["groups"]) for i in members}
-        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "wq_neuron", "neuron": int(i),
+        rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "kind": "wq_neuron", "neuron": int(i),
                   "group": gid[int(i)], "order": o} for o, i in enumerate(c["perm"])]
-        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "kind": "embedding", "method": method, "token": tok,
-                  "dim1": xy[0], "dim2": xy[1]} for tok, xy in zip(c["tokens"], c["coords"])]
+        rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "kind": "embedding", "method": method,
+                  "token": tok, "dim1": xy[0], "dim2": xy[1]} for tok, xy in zip(c["tokens"], c["coords"])]
     return save_figure(plot_condensation_rows(panels), rows, Path(out), "p1-fig5")
 
 
 @figure("p1-fig12", "runs", "P1 Fig. 12: embedding covariance eigenvalues, and the leading ones over kept checkpoints")
-def p1_fig12(run_dirs: Sequence[Path], out: str | Path, top_k: int = 4, step: Step = None) -> Path:
+def p1_fig12(run_dirs: Sequence[Path], out: str | Path, top_k: int = 4, step: Step = None,
+             run_steps: RunSteps = None) -> Path:
     """E9: (a) eigenvalues of the covariance of the item-token W_E rows at the last checkpoint, per run;
     (b) per run, the ``top_k`` leading eigenvalues at every kept checkpoint, or at the given ``step`` list
-    (P1 shows the small-init run). (a) is the last of those steps."""
+    (P1 shows the small-init run). (a) is the last of those steps. A run given as RUN_DIR@STEP (``run_steps``)
+    has (a) at STEP and (b) over its kept checkpoints up to STEP, whatever ``step`` says."""
     spectra, evolutions, rows = [], [], []
-    for d, _, cfg in _load_runs("p1-fig12", run_dirs):
+    loaded = _load_runs("p1-fig12", run_dirs, None, run_steps)
+    for (d, _, cfg, _), at in zip(loaded, run_steps or [None] * len(loaded)):
         tokens = item_tokens(cfg.task)
         kept = rundir.checkpoint_steps(d)
-        steps = kept if step is None else sorted({step} if isinstance(step, int) else set(step))
+        if at is not None:
+            steps = [k for k in kept if k <= at]
+        else:
+            steps = kept if step is None else sorted({step} if isinstance(step, int) else set(step))
         if not set(steps) <= set(kept):
             raise ConfigError(f"step: {d} kept steps {kept}, not {sorted(set(steps) - set(kept))}")
         eigs = np.stack([embedding_covariance_eigs(embedding_rows(load_model(d, s)[0], tokens)) for s in steps])
@@ -300,16 +311,17 @@ def p1_fig12(run_dirs: Sequence[Path], out: str | Path, top_k: int = 4, step: St
 
 
 @figure("p1-fig13", "runs", "P1 Fig. 13: singular values of every weight matrix with stable ranks, a line per run")
-def p1_fig13(run_dirs: Sequence[Path], out: str | Path, step: Step = None) -> Path:
+def p1_fig13(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_steps: RunSteps = None) -> Path:
     """E10: per weight matrix a log-y panel of singular values, one line per run, the stable ranks
     Σ(s_i/s_max)² in the corner. P1's caption swaps the colours' γ labels: γ 0.8 is the *small* init."""
     specs, labels, rows = [], [], []
-    for d, model, cfg in _load_runs("p1-fig13", run_dirs, step):
+    for d, model, cfg, at in _load_runs("p1-fig13", run_dirs, step, run_steps):
         s = linear_layer_spectra(model)
         specs.append(s)
         labels.append(_label(cfg))
-        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "matrix": n, "index": i + 1, "singular_value": float(x),
-                  "stable_rank": stable_rank(v)} for n, v in s.items() for i, x in enumerate(v)]
+        rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "matrix": n, "index": i + 1,
+                  "singular_value": float(x), "stable_rank": stable_rank(v)}
+                 for n, v in s.items() for i, x in enumerate(v)]
     names = list(dict.fromkeys(n for s in specs for n in s))
     notes = {n: "sr " + " / ".join(f"{stable_rank(s[n]):.3g}" for s in specs if n in s) for n in names}
     fig = plot_spectra(specs, labels, notes=notes,

@@ -186,18 +186,23 @@ def p2_fig6(run_dir: Path, out: Path, step: int | Sequence[int] | None = None, n
 
 
 @figure("p2-fig8", "runs", "P2 Fig. 8: memory label rules (U(Z) vs key window) and outputs per label-range group")
-def p2_fig8(runs: list[Path], out: Path, step: int | Sequence[int] | None = None) -> Path:
+def p2_fig8(runs: list[Path], out: Path, step: int | Sequence[int] | None = None,
+            run_steps: Sequence[int | None] | None = None) -> Path:
     """Left: D_mem accuracy over training of every run without label ranges, labelled by ``task.mem_label``.
-    Right: for runs with ``task.mem_label_ranges``, the histogram of the model's outputs per group at
-    ``step`` (default: the first kept checkpoint after initialization, i.e. early in training)."""
+    Right: for runs with ``task.mem_label_ranges``, the histogram of the model's outputs per group at the run's
+    RUN_DIR@STEP (``run_steps``), else ``step`` (default: the first kept checkpoint after initialization, i.e.
+    early in training). A left-panel run reads only its logged metrics: RUN_DIR@STEP is refused there."""
     from anchorlab.metrics import predict
     from anchorlab.tasks import make_task_data
 
     left, right, rows = [], [], []
-    for d in runs:
+    for d, at in zip(runs, run_steps or [None] * len(runs)):
         cfg = _config(d, "p2-fig8")
         task = cfg.task
         if not task.mem_label_ranges:
+            if at is not None:
+                raise ConfigError(f"figure p2-fig8: source {d}@{at}: @STEP does not apply to a run without "
+                                  "task.mem_label_ranges (its panel reads only logged metrics)")
             m = rundir.read_metrics(d)
             label = {"uniform": "F_mem,1: y ~ U(Z)", "key_window": "F_mem,2: y ~ U{z−Σa..z+Σa}"}[task.mem_label]
             left.append({"label": f"{label}, {model_label(cfg)}, γ {cfg.init.gamma:g}, seed {cfg.seeds.init_seed}",
@@ -207,7 +212,7 @@ def p2_fig8(runs: list[Path], out: Path, step: int | Sequence[int] | None = None
                       "mem_acc": r["mem_acc"]} for r in m]
             continue
         kept = rundir.checkpoint_steps(d)
-        s = _one(step) if step is not None else (kept[1] if len(kept) > 1 else kept[-1])
+        s = at if at is not None else _one(step) if step is not None else (kept[1] if len(kept) > 1 else kept[-1])
         model, _ = load_model(d, s)
         data = make_task_data(task, cfg.seeds.data_seed)
         pred, _ = predict(model, torch.as_tensor(data.inputs), torch.as_tensor(data.targets))
@@ -219,7 +224,7 @@ def p2_fig8(runs: list[Path], out: Path, step: int | Sequence[int] | None = None
             right.append({"label": f"labels {lo}–{hi}: {inside:.0%} of outputs inside", "range": (lo, hi),
                           "pred": p.tolist(), "title": f"{model_label(cfg)}, γ {cfg.init.gamma:g}, seed "
                           f"{cfg.seeds.init_seed}: model outputs per group at epoch {ep}"})
-            rows += [{"panel": "right", "run_dir": str(d), "group": g, "lo": lo, "hi": hi, "epoch": ep,
+            rows += [{"panel": "right", "run_dir": str(d), "group": g, "lo": lo, "hi": hi, "step": s, "epoch": ep,
                       "output": int(v), "count": int(c)} for v, c in zip(*np.unique(p, return_counts=True))]
     if not left and not right:
         raise ConfigError("figure p2-fig8: no runs given")
