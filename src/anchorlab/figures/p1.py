@@ -200,10 +200,11 @@ def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5
     return save_figure(fig, rows, Path(out), "p1-fig3b")
 
 
-def _centered(*groups: np.ndarray) -> list[np.ndarray]:
-    """The groups of row vectors minus the mean row of all of them together."""
-    mean = np.concatenate(groups).mean(axis=0, keepdims=True)
-    return [g - mean for g in groups]
+def _centered(a: np.ndarray, b: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` and ``b`` (default ``a``) minus the mean row of both together (of ``a`` alone without ``b``)."""
+    b_ = a if b is None else b
+    mean = (a if b is None else np.concatenate([a, b])).mean(axis=0, keepdims=True)
+    return a - mean, b_ - mean
 
 
 @figure("p1-fig4", "run", "P1 Fig. 4: fused-vector cosines with equal-target boxes (E5) and the single-anchor map (E6)")
@@ -221,7 +222,7 @@ def p1_fig4(run_dir: Path, out: str | Path, step: Step = None, center: bool = Fa
     v = {p: fused_vectors(model, t, keys, p) for p in (*E5_LOWER, *E5_UPPER)}
     pairs = [(v[E5_LOWER[0]], v[E5_LOWER[1]]), (v[E5_UPPER[0]], v[E5_UPPER[1]])]
     if center:
-        pairs = [tuple(_centered(a, b)) for a, b in pairs]
+        pairs = [_centered(a, b) for a, b in pairs]
     lower = cosine_matrix(*pairs[0])
     upper = cosine_matrix(*pairs[1])
     tri = np.tril(np.ones_like(lower, dtype=bool))
