@@ -3,6 +3,7 @@ draws its figures (a sweep figure, a run figure picked by grid point, a runs fig
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import pytest
@@ -61,8 +62,9 @@ def test_an_entry_runs_its_sweep_and_draws_its_figures(tmp_path, capsys):
     assert written == [out / "figures" / "p1-fig2.png", out / "figures" / "small" / "p1-fig4.png",
                        out / "figures" / "p1-fig13.png", out / "figures" / "p1-curves.png"]
     assert all(p.is_file() and p.with_suffix(".csv").is_file() for p in written)
-    rows = [line.split(",") for line in (out / "figures" / "p1-fig13.csv").read_text().splitlines()[1:]]
-    assert {r[1] for r in rows} == {"1.0", "0.5"}  # the two selected runs, and only those
+    with open(out / "figures" / "p1-fig13.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["gamma"] for r in rows} == {"1.0", "0.5"}  # the two selected runs, and only those
     curves = (out / "figures" / "p1-curves.csv").read_text().splitlines()
     assert len({line.split(",")[0] for line in curves[1:]}) == 4  # every run of the entry, no select
     summaries = sorted((out / "grid").glob("*/summary.json"))
