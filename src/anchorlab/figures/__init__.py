@@ -82,7 +82,7 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
     at: list[tuple[int | None, str]] = []  # per run dir: its @STEP (or None) and the source that gave it
     for source in sources:
         s, step = split_source(source)
-        if step is not None and RUN_STEPS not in accepted and (r.sources != "run" or "step" not in accepted):
+        if step is not None and not _takes_run_steps(r):
             takers = [n for n in sorted(FIGURES) if _takes_run_steps(FIGURES[n])]
             raise ConfigError(f"figure {name}: source {source}: @STEP does not apply to this figure (it picks no "
                               f"checkpoint per run); figures that take RUN_DIR@STEP: {', '.join(takers)}")
