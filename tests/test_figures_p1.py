@@ -198,6 +198,9 @@ def test_fig4_center_subtracts_each_comparisons_mean_vector(runs, tmp_path):
     e6 = [float(r["cosine"]) for r in centred if r["panel"] == "E6"]
     np.testing.assert_allclose(np.reshape(e6, expect6.shape), expect6, atol=1e-9)
     assert not np.allclose(e6, [float(r["cosine"]) for r in plain if r["panel"] == "E6"])
+    with pytest.raises(ConfigError, match="center: true or false"):
+        draw("p1-fig4", runs[:1], tmp_path / "bad", center="maybe")
+    assert not (tmp_path / "bad").exists()
 
 
 def test_fig5_groups_and_pca(runs, tmp_path):

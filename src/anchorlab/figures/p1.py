@@ -216,6 +216,8 @@ def p1_fig4(run_dir: Path, out: str | Path, step: Step = None, center: bool = Fa
     (the two E5 sets of a triangle together; all E6 vectors) before the cosines. A trained model's vectors can
     share a large common component that puts every cosine near 1, hiding the equal-target structure; the panel
     titles give the mean cosine on and off the red boxes either way."""
+    if not isinstance(center, bool):
+        raise ConfigError(f"figure p1-fig4: option center: true or false, got {center!r}")
     [(d, model, cfg, _)] = _load_runs("p1-fig4", run_dir, step)
     t = cfg.task
     keys = list(E5_KEYS)
