@@ -210,6 +210,16 @@ def test_demo_reads_the_committed_paper_config_result(tmp_path):
     text = paper_config_text(committed)
     assert text.strip().startswith("Not run by this demo") and "γ 0.8, d_model 400" in text
     assert paper_config_result(tmp_path) == []  # nothing committed: nothing printed
+    # the committed runs on our own seeds (docs/p1_both_sides.md) are counted per γ, not hidden: 6 runs, and
+    # the line says how many seeds reach each side
+    from anchorlab.demo import seed_outcomes
+
+    seeds = seed_outcomes()
+    assert sorted(seeds) == [0.5, 0.8] and all(n == 3 for _, _, n in seeds.values())
+    assert seeds[0.8] == (0, 1, 3) and seeds[0.5] == (0, 1, 3)  # docs/p1_both_sides.md's table at 0.9
+    assert "γ 0.8: inferential >= 0.9 on 0/3, symmetric >= 0.9 on 1/3" in text
+    assert seed_outcomes(tmp_path) == {} and "our own data seeds at this config" not in paper_config_text(
+        committed, seeds={})
     # its last line names the command that trains both sides on 3 seeds, with the cost its registry entry gives
     from anchorlab.reproduce import get
 
