@@ -45,7 +45,7 @@ def test_three_batched_runs_equal_three_runs_alone(tmp_path):
             assert rb["train_loss"] == pytest.approx(ra["train_loss"], rel=1e-5)
             assert rb["seen_train_acc"] == pytest.approx(ra["seen_train_acc"], abs=2e-3)
         assert batched[k]["final_train_loss"] == pytest.approx(alone["final_train_loss"], rel=1e-5)
-        for key in ("n_params", "steps", "run_id", "std_W_Q", "seeds", "n_train"):
+        for key in ("n_params", "steps", "run_id", "std_W_Q", "seeds", "n_train", "environment"):
             assert batched[k][key] == alone[key]
         wa = load_file(str(rundir.checkpoint_path(a, alone["steps"])))
         wb = load_file(str(rundir.checkpoint_path(b, alone["steps"])))

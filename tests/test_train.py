@@ -61,6 +61,12 @@ def test_resume_gives_the_uninterrupted_result(tmp_path, monkeypatch):
     assert epochs == rundir.read_metrics(tmp_path / "cut", rundir.EPOCHS)
     drop = ("wall_seconds_this_session",)
     assert {k: v for k, v in full.items() if k not in drop} == {k: v for k, v in resumed.items() if k not in drop}
+    # the summary says where the numbers came from (CPU vs GPU runs of one config part in float rounding)
+    import torch
+
+    env = rundir.read_json(tmp_path / "full" / rundir.SUMMARY)["environment"]
+    assert env["device"] == "cpu" and env["torch"] == torch.__version__ and env["threads"] == torch.get_num_threads()
+    assert env["device_name"]
 
 
 def test_existing_dir_with_other_config_is_refused(tmp_path, tiny):

@@ -41,7 +41,7 @@ from torch.func import functional_call, vmap
 
 from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError, RunConfig
-from anchorlab.cpu import training_device
+from anchorlab.cpu import run_environment, training_device
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
 from anchorlab.schedule import lr_at
@@ -368,6 +368,7 @@ def _finish(cfg: RunConfig, run_dir: Path, model: nn.Module, steps_per_epoch: in
             t_start: float) -> None:
     summary = make_summary(cfg, run_dir, model, steps_per_epoch, n_train)
     summary["wall_seconds_this_session"] = round(time.time() - t_start, 2)
+    summary["environment"] = run_environment(next(model.parameters()).device)
     rundir.write_json(run_dir / rundir.SUMMARY, summary)
     rundir.write_atomic(run_dir / rundir.DONE, "")
 

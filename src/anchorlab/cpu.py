@@ -58,3 +58,17 @@ def training_device(name: str, threads: int) -> torch.device:
     if device.type == "cpu":
         setup_cpu(threads)
     return device
+
+
+def run_environment(device: torch.device) -> dict[str, str | int]:
+    """Where a run trained, for its ``summary.json``: device type and name, torch version, and on the CPU the
+    intra-op threads. Runs of one config on different devices differ in float summation order (and so in
+    their trajectories: docs/p1_both_sides.md), so the record says which produced the numbers."""
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+    else:
+        name = platform.processor() or platform.machine()
+    env: dict[str, str | int] = {"device": device.type, "device_name": name, "torch": torch.__version__}
+    if device.type == "cpu":
+        env["threads"] = torch.get_num_threads()
+    return env

@@ -13,7 +13,7 @@ from torch import nn
 
 from anchorlab import kinds, rundir, tracking
 from anchorlab.config import ConfigError, RunConfig, TrainConfig
-from anchorlab.cpu import training_device
+from anchorlab.cpu import run_environment, training_device
 from anchorlab.init import apply_init, count_parameters, init_std
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
@@ -188,6 +188,7 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
 
     summary = make_summary(cfg, run_dir, model, steps_per_epoch, n_train)
     summary["wall_seconds_this_session"] = round(time.time() - t_start, 2)
+    summary["environment"] = run_environment(device)
     rundir.write_json(run_dir / rundir.SUMMARY, summary)
     rundir.write_atomic(run_dir / rundir.DONE, "")
     return summary

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from anchorlab import rundir, tracking
-from anchorlab.cpu import training_device
+from anchorlab.cpu import run_environment, training_device
 from anchorlab.schedule import lm_lr_at
 from anchorlab.text.seq2seq import Seq2SeqRows
 from anchorlab.text.seq2seq_config import Seq2SeqRunConfig
@@ -163,7 +163,8 @@ def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: Pro
     summary = {"run_id": cfg.run_id(), "task": cfg.seq2seq.task, "arch": cfg.model.arch, "gamma": cfg.init.gamma,
                "weight_decay": tc.weight_decay, "n_params": sum(p.numel() for p in model.parameters()),
                **data.info, "steps_per_epoch": steps_per_epoch, **{k: v for k, v in final.items() if k != "lr"},
-               "wall_seconds_this_session": round(time.time() - t_start, 2)}
+               "wall_seconds_this_session": round(time.time() - t_start, 2),
+               "environment": run_environment(next(model.parameters()).device)}
     rundir.write_json(run_dir / rundir.SUMMARY, summary)
     rundir.write_atomic(run_dir / rundir.DONE, "")
     return summary

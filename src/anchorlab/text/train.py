@@ -20,7 +20,7 @@ from torch import nn
 
 from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError
-from anchorlab.cpu import training_device
+from anchorlab.cpu import run_environment, training_device
 from anchorlab.schedule import lm_lr_at
 from anchorlab.text.config import LMRunConfig
 from anchorlab.text.data import DATA, load_data, story_source
@@ -149,7 +149,8 @@ def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: Progress
                "n_params": sum(p.numel() for p in model.parameters()), "n_train": n, "n_test": len(test),
                "truncated_train": train.truncated, "vocab_size": tok.vocab_size, "stories": cfg.data.stories,
                "steps_per_epoch": steps_per_epoch, **{k: v for k, v in final.items() if k != "lr"},
-               "wall_seconds_this_session": round(time.time() - t_start, 2)}
+               "wall_seconds_this_session": round(time.time() - t_start, 2),
+               "environment": run_environment(next(model.parameters()).device)}
     rundir.write_json(run_dir / rundir.SUMMARY, summary)
     rundir.write_atomic(run_dir / rundir.DONE, "")
     return summary
