@@ -248,6 +248,19 @@ def test_grid_figures_over_a_sweep(grid_sweep, tmp_path):
         draw("p1-fig15", [grid_sweep], tmp_path)
 
 
+def test_a_runs_figure_draws_the_started_runs_of_a_partial_sweep(grid_sweep, tmp_path, capsys):
+    """While a sweep runs, its later runs have no directory yet: a figure over the sweep draws the started ones
+    and says so (it used to stop at the first missing directory); a sweep with none started is one clear error."""
+    draw("p1-gamma", [grid_sweep], tmp_path)
+    assert "drawing the 3 of its 4 runs started so far" in capsys.readouterr().err
+    assert len(read_csv(tmp_path / "p1-gamma.csv")) == 3
+    (tmp_path / "s.toml").write_text((grid_sweep.parent / "s.toml").read_text())
+    (tmp_path / "base.toml").write_text((grid_sweep.parent / "base.toml").read_text())
+    plan(load_sweep(tmp_path / "s.toml"), tmp_path / "empty")
+    with pytest.raises(ConfigError, match="none of its 4 runs has started yet"):
+        draw("p1-gamma", [tmp_path / "empty"], tmp_path / "f")
+
+
 def test_figures_refuse_runs_they_do_not_apply_to(tmp_path):
     cfg = load_config(None, ["task.name='mem_rsn'", "task.seq_len=3", "task.data_size=2000", "model.name='emb_mlp'",
                              "model.d_model=8", "model.d_mlp=16", "train.epochs=1", "train.batch_size=200",

@@ -10,6 +10,7 @@ figures), :mod:`.p2` (P2 figures), :mod:`.text` (real-language figures).
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,9 +87,17 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
             takers = [n for n in sorted(FIGURES) if _takes_run_steps(FIGURES[n])]
             raise ConfigError(f"figure {name}: source {source}: @STEP does not apply to this figure (it picks no "
                               f"checkpoint per run); figures that take RUN_DIR@STEP: {', '.join(takers)}")
-        if r.sources == "runs":  # a sweep directory stands for its runs
-            from anchorlab.sweep import run_dirs
+        if r.sources == "runs":  # a sweep directory stands for its runs (those started so far)
+            from anchorlab.sweep import MANIFEST, run_dirs
             runs = run_dirs([s])
+            if (s / MANIFEST).is_file():
+                started = [d for d in runs if d.is_dir()]
+                if not started:
+                    raise ConfigError(f"figure {name}: sweep {s}: none of its {len(runs)} runs has started yet")
+                if len(started) < len(runs):
+                    print(f"figure {name}: sweep {s}: drawing the {len(started)} of its {len(runs)} runs started "
+                          f"so far", file=sys.stderr)
+                runs = started
         else:
             runs = [s]
         srcs += runs
