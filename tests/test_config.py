@@ -74,15 +74,18 @@ ANCHOR_FILES = sorted(p for p in CONFIGS.rglob("*.toml") if not {"text", "real"}
 
 
 @pytest.mark.parametrize("path", ANCHOR_FILES, ids=lambda p: str(p.relative_to(CONFIGS)))
-def test_every_config_and_sweep_file_loads(path):
+def test_every_config_and_sweep_file_loads(path, tmp_path):
     """Every shipped anchor-task file is valid: run configs load, sweep files (with [axes]) validate every
-    grid point. (configs/text/ holds LM configs, loaded by tests/test_lm.py.)"""
+    grid point; a sweep over task.reference_parts with the reference file that its command line names.
+    (configs/text/ holds LM configs, loaded by tests/test_lm.py.)"""
     import tomllib
 
     from anchorlab.sweep import load_sweep
 
-    if "axes" in tomllib.loads(path.read_text()) or path.parent.name == "sweeps":
-        spec = load_sweep(path)
+    text = path.read_text()
+    if "axes" in tomllib.loads(text) or path.parent.name == "sweeps":
+        (tmp_path / "ref.npz").write_bytes(b"")
+        spec = load_sweep(path, [f"task.reference='{tmp_path / 'ref.npz'}'"] if "task.reference_parts" in text else [])
         configs = spec.configs()
         assert len(configs) == len(spec.points()) > 0
         assert len({cfg.run_id() for _, cfg in configs}) == len(configs)  # every grid point is a distinct run
@@ -134,3 +137,57 @@ def test_both_sides_sweep_is_the_paper_config_at_two_gammas_and_three_seeds():
                 "init.gamma": cbook.init.gamma,
                 **{f"seeds.{k}": getattr(cbook.seeds, k) for k in ("data_seed", "init_seed", "train_seed")}}
         assert c.replace(**back) == cbook  # only the epochs, kept checkpoints, γ and seeds differ from cbook.toml
+
+
+def test_reference_parts_pick_what_comes_from_the_file(tmp_path, monkeypatch):
+    """task.reference_parts: each of data / init / order comes from the reference file only when named; the
+    rest from the seeds as without a file. Bad values are one line naming the field; the default is hashed
+    as before the field existed (committed run ids stay)."""
+    import torch
+
+    import anchorlab.reference as R
+    from anchorlab.config_tools import identity_of
+    from anchorlab.tasks import make_task_data
+    from anchorlab.tasks.composite import generate_composite
+    from anchorlab.train import batch_order, build_initialized_model, epoch_order
+
+    fake = tmp_path / "ref.npz"
+    fake.write_bytes(b"")  # only its existence is checked before use; the loader is replaced below
+    calls: list[str] = []
+
+    class Ref:
+        n_epochs, gamma, init = 60, 0.8, {}
+
+    monkeypatch.setattr(R, "load_reference", lambda path: calls.append("load") or Ref())
+    monkeypatch.setattr(R, "reference_task_data", lambda ref, task: calls.append("data") or "file rows")
+    monkeypatch.setattr(R, "reference_batch_order", lambda ref, n, e: calls.append("order") or torch.arange(n))
+    monkeypatch.setattr(R, "load_authors_init_", lambda model, *a: calls.append("init") or model)
+    base = {"task.reference": str(fake), "task.data_size": 1600, "model.d_model": 16, "model.d_head": 8,
+            "model.d_mlp": 16, "train.epochs": 30}
+    cfg = RunConfig().replace(**base, **{"task.reference_parts": ["order"]})
+    data = make_task_data(cfg.task, cfg.seeds.data_seed)  # generated, not the file's
+    assert (data.inputs == generate_composite(cfg.task, cfg.seeds.data_seed).inputs).all()
+    ours = build_initialized_model(RunConfig().replace(**{k: v for k, v in base.items() if k != "task.reference"}), 201)
+    mine = build_initialized_model(cfg, 201)
+    assert all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(), mine.state_dict().values()))
+    assert torch.equal(epoch_order(cfg)(10, 1), torch.arange(10)) and calls == ["load", "order"]
+    calls.clear()
+    full = RunConfig().replace(**base)  # default: all three from the file
+    assert make_task_data(full.task, 1) == "file rows"
+    build_initialized_model(full, 201)
+    epoch_order(full)(10, 1)
+    assert [c for c in calls if c != "load"] == ["data", "init", "order"]
+    no_order = RunConfig().replace(**base, **{"task.reference_parts": ["data", "init"]})
+    assert torch.equal(epoch_order(no_order)(10, 2), batch_order(10, no_order.seeds.train_seed, 2))
+    generated = RunConfig().replace(**{"task.data_size": 1600}).task.n_train_rows()
+    assert no_order.task.n_train_rows() is None and cfg.task.n_train_rows() == generated == int(data.in_train.sum())
+    # identity: the default is not hashed (old run ids stay); a subset is, and so changes the id
+    assert "reference_parts" not in identity_of(full)["task"] and "reference_parts" in identity_of(cfg)["task"]
+    assert cfg.run_id() != full.run_id() != no_order.run_id()
+    swapped = RunConfig().replace(**base, **{"task.reference_parts": ["init", "data"]})
+    assert swapped.task.reference_parts == ("data", "init") and swapped.run_id() == no_order.run_id()
+    for bad in (["data", "bogus"], [], ["init", "init"]):
+        with pytest.raises(ConfigError, match="task.reference_parts"):
+            RunConfig().replace(**base, **{"task.reference_parts": bad})
+    with pytest.raises(ConfigError, match="task.reference_parts.*unless task.reference"):
+        RunConfig().replace(**{"task.reference_parts": ["init"]})

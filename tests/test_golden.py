@@ -127,3 +127,21 @@ def test_reference_file_gives_the_logged_run_inputs() -> None:
     np.testing.assert_allclose(m.blocks[1].attn.W_O[0].detach().numpy(), w_o.T * 200 ** 0.3, rtol=1e-6)
     np.testing.assert_array_equal(m.unembed.b_U.detach().numpy(), ref.init["projection.bias"])
     assert abs(m.blocks[0].attn.W_Q.std().item() - 400 ** -0.5) < 0.01 * 400 ** -0.5
+
+
+def test_reference_parts_mix_the_files_draws_with_ours() -> None:
+    """task.reference_parts = [init, order]: our generated data, the file's init and batch order (the
+    decomposition behind docs/p1_both_sides.md's question: which of the three decides the outcome)."""
+    _need(PAPER)
+    from anchorlab.tasks import make_task_data
+    from anchorlab.tasks.composite import generate_composite
+    from anchorlab.train import build_initialized_model
+
+    full = RunConfig().replace(**{"task.reference": str(PAPER), "train.epochs": 60})
+    mixed = full.replace(**{"task.reference_parts": ["init", "order"]})
+    data = make_task_data(mixed.task, 1)
+    assert np.array_equal(data.inputs, generate_composite(mixed.task, 1).inputs)
+    assert int(data.in_train.sum()) == 759_375  # same size as the file's, so its batch order applies
+    a, b = build_initialized_model(full, 201), build_initialized_model(mixed, 201)
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert torch.equal(epoch_order(mixed)(759_375, 3), epoch_order(full)(759_375, 3))

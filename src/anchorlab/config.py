@@ -42,6 +42,9 @@ __all__ = ["ConfigError", "CompositeTaskConfig", "MemRsnTaskConfig", "ModelConfi
 # Task configs (one per task family; `task.name` selects the class)
 
 
+REFERENCE_PARTS = ("data", "init", "order")  # what a reference file holds (task.reference_parts)
+
+
 @dataclass(frozen=True)
 class CompositeTaskConfig:
     """P1 composite anchor task (P1 §3 and App. B). Defaults are the paper's."""
@@ -65,9 +68,24 @@ class CompositeTaskConfig:
     # replace the generated data (data_size and the data seed are then unused), its init the γ-init draw
     # (rescaled to init.gamma), its per-epoch shuffle seeds our batch order. "" = generate as usual.
     reference: str = ""
+    # Which of the reference file's three draws the run takes; the others come from the seeds as usual:
+    # "data" (its rows, instead of seeds.data_seed), "init" (its γ-init, instead of seeds.init_seed) and "order"
+    # (its shuffles, instead of seeds.train_seed). A subset asks which of the three decides an outcome.
+    reference_parts: tuple[str, ...] = REFERENCE_PARTS
+
+    def __post_init__(self) -> None:  # one spelling per choice, so one run id: ["init", "data"] is ["data", "init"]
+        parts = tuple(self.reference_parts)
+        if set(parts) <= set(REFERENCE_PARTS):
+            object.__setattr__(self, "reference_parts", tuple(sorted(parts, key=REFERENCE_PARTS.index)))
 
     def validate(self) -> None:
         anchors = set(self.anchors)
+        parts = self.reference_parts
+        check(len(parts) > 0 and set(parts) <= set(REFERENCE_PARTS) and len(set(parts)) == len(parts),
+              "task.reference_parts", f"a non-empty list of distinct values among {list(REFERENCE_PARTS)} (got "
+              f"{list(parts)!r})")
+        check(bool(self.reference) or tuple(parts) == REFERENCE_PARTS, "task.reference_parts",
+              "the default (all three) unless task.reference names a reference file")
         check(not self.reference or Path(self.reference).is_file(), "task.reference",
                f"'' or the path of an existing reference .npz file (got {self.reference!r})")
         check(len(self.anchors) >= 2 and len(anchors) == len(self.anchors), "task.anchors",
@@ -98,8 +116,8 @@ class CompositeTaskConfig:
 
     def n_train_rows(self) -> int | None:
         """Training rows the generator makes (the train-key groups of every pair not held out); None with a
-        reference file (its data decide)."""
-        if self.reference:
+        reference file that gives the data (its rows decide)."""
+        if self.reference and "data" in self.reference_parts:
             return None
         n_pairs = len(self.anchors) ** 2
         per_group = math.ceil(self.data_size * self.train_key_weight

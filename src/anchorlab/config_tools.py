@@ -197,6 +197,9 @@ def layered(path: str | Path | None, overrides: list[str] | tuple[str, ...],
 # when a run directory is opened again nor hashed into the run id (a config class may name its own in a
 # class constant ``execution_fields``). Threads: a sweep runs each worker with one; the numbers are the same.
 EXECUTION_FIELDS = ("train.threads",)
+# Fields added after run ids were in use, hashed only when set away from their default, so that the runs made
+# before they existed (committed outputs, sweeps in progress) keep their ids. They do decide the numbers.
+HASHED_WHEN_SET = ("task.reference_parts",)
 
 
 def execution_fields(cls: type) -> tuple[str, ...]:
@@ -228,6 +231,13 @@ def identity_of(cfg: Any) -> dict[str, Any]:
         for p in path:
             node, dnode = node[p], dnode[p]
         node[last] = dnode[last]
+    for f in HASHED_WHEN_SET:  # added later: at its default, a config hashes as it did before the field existed
+        *path, last = f.split(".")
+        node, dnode = data, default
+        for p in path:
+            node, dnode = node.get(p, {}), dnode.get(p, {})
+        if last in node and node[last] == dnode.get(last):
+            del node[last]
     return data
 
 
@@ -235,3 +245,10 @@ def run_id_of(config: dict[str, Any]) -> str:
     """Stable short hash of a fully resolved config as plain data (names run directories)."""
     blob = json.dumps(config, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def reference_for(task_cfg: Any, part: str) -> str:
+    """The reference file a task takes ``part`` ("data", "init" or "order") from: ``task.reference`` when it is
+    set and ``task.reference_parts`` names ``part``, else "" (that part comes from the seeds)."""
+    path = getattr(task_cfg, "reference", "")
+    return path if path and part in getattr(task_cfg, "reference_parts", ()) else ""

@@ -13,6 +13,7 @@ from torch import nn
 
 from anchorlab import kinds, rundir, tracking
 from anchorlab.config import ConfigError, RunConfig, TrainConfig
+from anchorlab.config_tools import reference_for
 from anchorlab.cpu import run_environment, training_device
 from anchorlab.init import apply_init, count_parameters, init_std
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
@@ -29,9 +30,10 @@ WeightMetrics = Callable[[nn.Module], dict[str, float]]
 
 def build_initialized_model(cfg: RunConfig, d_vocab: int) -> nn.Module:
     """The configured model with γ-init drawn from ``seeds.init_seed`` (on the CPU, so any device agrees),
-    or, with ``task.reference``, the reference file's init rescaled to ``init.gamma``."""
+    or, with ``task.reference`` (and "init" in ``task.reference_parts``), the reference file's init rescaled to
+    ``init.gamma``."""
     model = build_model(cfg.model, d_vocab)
-    reference = getattr(cfg.task, "reference", "")
+    reference = reference_for(cfg.task, "init")
     if reference:
         from anchorlab.reference import load_authors_init_, load_reference
 
@@ -46,8 +48,9 @@ def batch_order(n: int, train_seed: int, epoch: int) -> torch.Tensor:
 
 
 def epoch_order(cfg: RunConfig) -> Callable[[int, int], torch.Tensor]:
-    """(n, epoch) -> that epoch's permutation: ours from ``seeds.train_seed``, or the reference file's."""
-    reference = getattr(cfg.task, "reference", "")
+    """(n, epoch) -> that epoch's permutation: ours from ``seeds.train_seed``, or the reference file's (with
+    "order" in ``task.reference_parts``)."""
+    reference = reference_for(cfg.task, "order")
     if reference:
         from anchorlab.reference import load_reference, reference_batch_order
 

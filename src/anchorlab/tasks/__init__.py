@@ -13,8 +13,11 @@ GENERATORS = {"composite": generate_composite, "mem_rsn": generate_mem_rsn}
 
 def make_task_data(task_cfg: Any, seed: int) -> TaskData:
     """Generate the full dataset (training and evaluation rows) of ``task_cfg`` with ``seed``; a task with
-    a ``reference`` file takes its rows from the file instead (:mod:`anchorlab.reference`)."""
-    if getattr(task_cfg, "reference", ""):
+    a ``reference`` file takes its rows from the file instead (:mod:`anchorlab.reference`), unless
+    ``reference_parts`` leaves "data" out."""
+    from anchorlab.config_tools import reference_for
+
+    if reference_for(task_cfg, "data"):
         from anchorlab.reference import load_reference, reference_task_data
 
         return reference_task_data(load_reference(task_cfg.reference), task_cfg)
