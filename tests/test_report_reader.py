@@ -103,7 +103,7 @@ def test_log_axes_span_the_data_not_1e_30():
 def test_report_of_two_sources_opens_with_the_gamma_comparison(gamma_sweep, tmp_path):
     runs = sorted(p for p in gamma_sweep.iterdir() if p.is_dir())
     text = write_report(runs[:1] + [gamma_sweep], tmp_path / "two.html").read_text()
-    assert alts(text)[0] == "p1-gamma" and text.index('id="gamma"') < text.index('id="src-0"')
+    assert alts(text)[:2] == ["p1-gamma", "p1-curves"] and text.index('id="gamma"') < text.index('id="src-0"')
     assert 'id="src-1"' in text and "Transformer, 2 layers" in text
     assert "layer(s)" not in text
     # γ ascending in the collected table, inferential before symmetric

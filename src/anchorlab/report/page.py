@@ -3,7 +3,8 @@
 Each source is a section, drawn by its run kind (:mod:`anchorlab.kinds`: :mod:`.anchor` or :mod:`.lm`) from
 the building blocks of :mod:`.html`. When the sources hold composite-task (P1) runs at two or more γ, the page
 opens with P1's γ comparison (``p1-gamma``: inferential and symmetric accuracy on the held-out pair per γ,
-one dot per seed). Everything is embedded (figures as base64 ``data:`` URIs, figure data as
+one dot per seed; ``p1-curves``: the same over training, a line per seed). Everything is embedded (figures as
+base64 ``data:`` URIs, figure data as
 CSV downloads, inline CSS and a small script that sorts the sweep table), so the file opens offline from disk.
 """
 
@@ -28,9 +29,9 @@ def gamma_section(sources: Sequence[Path]) -> str:
     rows = gamma_rows(runs)
     if len({r["gamma"] for r in rows}) < 2:
         return ""
-    used = {r["run_id"] for r in rows}
+    used = [d for d in runs if d.name in {r["run_id"] for r in rows}]
     return ('<h2 id="gamma">P1: inferential or symmetric, per γ</h2>'
-            + drawn("p1-gamma", [d for d in runs if d.name in used], FIGURES["p1-gamma"].help))
+            + drawn("p1-gamma", used, FIGURES["p1-gamma"].help) + drawn("p1-curves", used, FIGURES["p1-curves"].help))
 
 
 def write_report(source: str | Path | Sequence[str | Path], out: str | Path | None = None,
