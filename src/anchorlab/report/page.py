@@ -4,8 +4,8 @@ Each source is a section, drawn by its run kind (:mod:`anchorlab.kinds`: :mod:`.
 the building blocks of :mod:`.html`. When the sources hold composite-task (P1) runs at two or more γ, the page
 opens with P1's γ comparison (``p1-gamma``: inferential and symmetric accuracy on the held-out pair per γ,
 one dot per seed; ``p1-curves``: the same over training, a line per seed). Everything is embedded (figures as
-base64 ``data:`` URIs, figure data as
-CSV downloads, inline CSS and a small script that sorts the sweep table), so the file opens offline from disk.
+base64 ``data:`` URIs, figure data as CSV downloads, inline CSS and a small script that sorts the sweep table),
+so the file opens offline from disk.
 """
 
 from __future__ import annotations
