@@ -31,10 +31,12 @@ def test_every_text_sweep_is_an_lm_grid_of_distinct_runs(path):
     assert len({c.run_id() for c in cfgs}) == len(cfgs) >= 3
 
 
-def test_anchor_sweeps_stay_anchor_sweeps():
+def test_anchor_sweeps_stay_anchor_sweeps(tmp_path):
     real_tasks = ("p1_fig6_", "p1_fig17a_")  # P1's SCAN / COGS / addition grids: run kind seq2seq
+    (tmp_path / "ref.npz").write_bytes(b"")  # for the grid over task.reference_parts, which needs a file named
     for path in sorted(SWEEPS.glob("p[12]_*.toml")):
-        assert load_sweep(path).kind == ("seq2seq" if path.name.startswith(real_tasks) else "anchor"), path.name
+        sets = [f"task.reference='{tmp_path / 'ref.npz'}'"] if "task.reference_parts" in path.read_text() else []
+        assert load_sweep(path, sets).kind == ("seq2seq" if path.name.startswith(real_tasks) else "anchor"), path.name
 
 
 def test_fig7a_grids_pin_the_init_conventions():
