@@ -191,3 +191,22 @@ def test_reference_parts_pick_what_comes_from_the_file(tmp_path, monkeypatch):
             RunConfig().replace(**base, **{"task.reference_parts": bad})
     with pytest.raises(ConfigError, match="task.reference_parts.*unless task.reference"):
         RunConfig().replace(**{"task.reference_parts": ["init"]})
+
+
+def test_a_reference_file_is_identified_by_its_name(tmp_path):
+    """A run that takes a reference file keeps its id and resumes wherever the file is kept (the recordings
+    have distinct names); another file name is another run."""
+    from anchorlab import rundir
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        (d / "rec.npz").write_bytes(b"")
+    (a / "other.npz").write_bytes(b"")
+    here = RunConfig().replace(**{"task.reference": str(a / "rec.npz"), "train.epochs": 30})
+    moved = here.replace(**{"task.reference": str(b / "rec.npz")})
+    other = here.replace(**{"task.reference": str(a / "other.npz")})
+    assert here.run_id() == moved.run_id() != other.run_id()
+    stored = here.to_dict()  # config.json as written before the file moved: the old path
+    assert stored["task"]["reference"] == str(a / "rec.npz")
+    assert rundir.same_run(stored, moved) and not rundir.same_run(stored, other)

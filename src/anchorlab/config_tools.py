@@ -238,7 +238,16 @@ def identity_of(cfg: Any) -> dict[str, Any]:
             node, dnode = node.get(p, {}), dnode.get(p, {})
         if last in node and node[last] == dnode.get(last):
             del node[last]
-    return data
+    return portable(data)
+
+
+def portable(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` (plain data, changed in place) with a task reference file named by its file name alone: the
+    recordings have distinct names, so a run keeps its id, and resumes, wherever the file is kept."""
+    task = config.get("task")
+    if isinstance(task, dict) and task.get("reference"):
+        task["reference"] = Path(task["reference"]).name
+    return config
 
 
 def run_id_of(config: dict[str, Any]) -> str:

@@ -38,7 +38,7 @@ from torch import nn
 
 from anchorlab import kinds
 from anchorlab.config import ConfigError
-from anchorlab.config_tools import execution_fields, without_execution
+from anchorlab.config_tools import execution_fields, portable, without_execution
 
 CONFIG, METRICS, SUMMARY, DONE, CKPT_DIR = "config.json", "metrics.jsonl", "summary.json", "DONE", "checkpoints"
 EPOCHS = "epochs.jsonl"
@@ -202,7 +202,7 @@ def open_run(run_dir: Path, cfg: Any) -> str:
 
 def identity(config: dict[str, Any], cfg: Any) -> dict[str, Any]:
     """``config`` (plain data of ``cfg``'s kind) without its execution fields: what decides the numbers."""
-    return without_execution(config, execution_fields(type(cfg)))
+    return portable(without_execution(config, execution_fields(type(cfg))))
 
 
 def same_run(stored: dict[str, Any], cfg: Any) -> bool:
