@@ -17,7 +17,8 @@ def plot_accuracy_vs_size(panels: Sequence[dict[str, Any]], title: str) -> Figur
     """One panel per ``{"title", "xlabel", "settings": [{"label", "n": [...], "acc": [[seed values] per n]}]}``:
     the mean over seeds as a line with ± std error bars, every seed as a dot."""
     with style():
-        fig, axes = plt.subplots(1, len(panels), figsize=(3.8 * len(panels), 3.2), squeeze=False)
+        # at least 5.5 in wide: the title fits above a single panel too (Fig. 6a alone, without COGS)
+        fig, axes = plt.subplots(1, len(panels), figsize=(max(5.5, 3.8 * len(panels)), 3.2), squeeze=False)
         for ax, panel in zip(axes[0], panels):
             for k, s in enumerate(panel["settings"]):
                 c = COLORS[k % len(COLORS)]
