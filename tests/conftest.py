@@ -24,3 +24,12 @@ def tiny_config(**dotted) -> RunConfig:
 @pytest.fixture
 def tiny() -> RunConfig:
     return tiny_config()
+
+
+def sweep_sets(path, tmp_path) -> list[str]:
+    """The ``--set`` a shipped sweep file needs on its command line: a grid over ``task.reference_parts`` names
+    a reference file (here an empty stand-in: only its existence is checked when loading)."""
+    if "task.reference_parts" not in path.read_text():
+        return []
+    (tmp_path / "ref.npz").write_bytes(b"")
+    return [f"task.reference='{tmp_path / 'ref.npz'}'"]

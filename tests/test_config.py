@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from anchorlab.config import ConfigError, RunConfig, load_config, parse_override
+from tests.conftest import sweep_sets
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -82,10 +83,8 @@ def test_every_config_and_sweep_file_loads(path, tmp_path):
 
     from anchorlab.sweep import load_sweep
 
-    text = path.read_text()
-    if "axes" in tomllib.loads(text) or path.parent.name == "sweeps":
-        (tmp_path / "ref.npz").write_bytes(b"")
-        spec = load_sweep(path, [f"task.reference='{tmp_path / 'ref.npz'}'"] if "task.reference_parts" in text else [])
+    if "axes" in tomllib.loads(path.read_text()) or path.parent.name == "sweeps":
+        spec = load_sweep(path, sweep_sets(path, tmp_path))
         configs = spec.configs()
         assert len(configs) == len(spec.points()) > 0
         assert len({cfg.run_id() for _, cfg in configs}) == len(configs)  # every grid point is a distinct run

@@ -12,6 +12,7 @@ import pytest
 from anchorlab import rundir
 from anchorlab.config import ConfigError
 from anchorlab.sweep import describe, expand, load_sweep, plan, run_dirs
+from tests.conftest import sweep_sets
 from tests.tiny import TINY_ANCHOR_TOML
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,10 +34,9 @@ def test_every_text_sweep_is_an_lm_grid_of_distinct_runs(path):
 
 def test_anchor_sweeps_stay_anchor_sweeps(tmp_path):
     real_tasks = ("p1_fig6_", "p1_fig17a_")  # P1's SCAN / COGS / addition grids: run kind seq2seq
-    (tmp_path / "ref.npz").write_bytes(b"")  # for the grid over task.reference_parts, which needs a file named
     for path in sorted(SWEEPS.glob("p[12]_*.toml")):
-        sets = [f"task.reference='{tmp_path / 'ref.npz'}'"] if "task.reference_parts" in path.read_text() else []
-        assert load_sweep(path, sets).kind == ("seq2seq" if path.name.startswith(real_tasks) else "anchor"), path.name
+        kind = "seq2seq" if path.name.startswith(real_tasks) else "anchor"
+        assert load_sweep(path, sweep_sets(path, tmp_path)).kind == kind, path.name
 
 
 def test_fig7a_grids_pin_the_init_conventions():

@@ -221,23 +221,20 @@ def without_execution(config: dict[str, Any], fields: tuple[str, ...] = EXECUTIO
 
 
 def identity_of(cfg: Any) -> dict[str, Any]:
-    """A config object's plain data with its execution fields at their class defaults: the data its run id
-    hashes. A config at the default threads hashes as it always has, so run ids written before execution
-    fields were set apart are unchanged."""
+    """A config object's plain data as its run id hashes it: execution fields at their class defaults (a config
+    at the default threads hashes as it always has), :data:`HASHED_WHEN_SET` fields left out at their defaults,
+    and a reference file by its name (:func:`portable`). So run ids written before each change are unchanged."""
     data, default = cfg.to_dict(), type(cfg)().to_dict()
-    for f in execution_fields(type(cfg)):
-        *path, last = f.split(".")
-        node, dnode = data, default
-        for p in path:
-            node, dnode = node[p], dnode[p]
-        node[last] = dnode[last]
-    for f in HASHED_WHEN_SET:  # added later: at its default, a config hashes as it did before the field existed
+    for f in (*execution_fields(type(cfg)), *HASHED_WHEN_SET):
         *path, last = f.split(".")
         node, dnode = data, default
         for p in path:
             node, dnode = node.get(p, {}), dnode.get(p, {})
-        if last in node and node[last] == dnode.get(last):
-            del node[last]
+        if f in HASHED_WHEN_SET:
+            if last in node and node[last] == dnode.get(last):
+                del node[last]
+        else:
+            node[last] = dnode[last]
     return portable(data)
 
 
