@@ -209,3 +209,17 @@ def test_a_reference_file_is_identified_by_its_name(tmp_path):
     stored = here.to_dict()  # config.json as written before the file moved: the old path
     assert stored["task"]["reference"] == str(a / "rec.npz")
     assert rundir.same_run(stored, moved) and not rundir.same_run(stored, other)
+
+
+def test_seed_override_sets_all_three_seeds_as_the_sweep_axis_does(tmp_path):
+    cfg = load_config(None, ["seed=7"], training=False)
+    assert (cfg.seeds.data_seed, cfg.seeds.init_seed, cfg.seeds.train_seed) == (7, 7, 7)
+    # the same run id as the sweep point "seed = 7": `anchorlab train --set seed=N` repeats a sweep's run
+    from anchorlab.sweep import load_sweep
+
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('name = "s"\n[axes]\nseed = [7]\n')
+    [(_, from_sweep)] = load_sweep(sweep).configs()
+    assert from_sweep.run_id() == load_config(None, ["seed=7"]).run_id()
+    # a later, more specific key still wins
+    assert load_config(None, ["seed=7", "seeds.train_seed=2"], training=False).seeds.train_seed == 2

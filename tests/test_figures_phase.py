@@ -62,3 +62,32 @@ def test_p1_curves_takes_a_sweep_directory_and_refuses_runs_without_evaluations(
     empty = fake_run(tmp_path / "empty", 0.8, 1, [], done=False)
     with pytest.raises(ConfigError, match="p1-curves: needs composite-task"):
         draw("p1-curves", [empty], tmp_path / "o2")
+
+
+def _epochs(d, losses):
+    (d / rundir.EPOCHS).write_text("".join(json.dumps({"epoch": e + 1, "step": 10 * (e + 1), "train_loss": x}) + "\n"
+                                           for e, x in enumerate(losses)))
+
+
+def test_p1_fit_speed_places_each_run_at_its_first_epoch_below_the_threshold(tmp_path):
+    fast = fake_run(tmp_path / "fast", 0.5, 1, CURVES[(0.5, 1)], done=True)
+    _epochs(fast, [4.7, 0.9, 0.01])                      # below 1.0 at epoch 2
+    slow = fake_run(tmp_path / "slow", 0.8, 1, CURVES[(0.8, 1)], done=True)
+    _epochs(slow, [4.7, 4.0, 3.0, 1.5, 0.99, 0.2])       # below 1.0 at epoch 5; below 2.0 at epoch 4
+    stuck = fake_run(tmp_path / "stuck", 0.8, 2, CURVES[(0.8, 1)], done=True)
+    _epochs(stuck, [4.7, 4.6, 4.5])                      # finished on the plateau: "not fitted", kept
+    early = fake_run(tmp_path / "early", 0.8, 3, CURVES[(0.8, 1)][:1], done=False)
+    _epochs(early, [4.7])                                # still training on the plateau: nothing to place, left out
+    png = draw("p1-fit-speed", [fast, slow, stuck, early], tmp_path / "out")
+    rows = {r["run_id"]: r for r in csv.DictReader(open(png.with_suffix(".csv")))}
+    assert set(rows) == {"fast", "slow", "stuck"} and png.stat().st_size > 10_000
+    assert (rows["fast"]["fit_epoch"], rows["slow"]["fit_epoch"], rows["stuck"]["fit_epoch"]) == ("2", "5", "")
+    assert rows["stuck"]["last_trained_epoch"] == "3"
+    # the outcome is the last evaluation's; the best inferential is over all evaluations
+    assert (float(rows["fast"]["symmetric"]), float(rows["slow"]["inferential"])) == (0.75, 0.93)
+    assert float(rows["fast"]["best_inferential"]) == 0.02
+    assert rows["slow"]["reference_parts"] == "" and rows["slow"]["gamma"] == "0.8"
+    loose = draw("p1-fit-speed", [slow], tmp_path / "o2", loss_threshold=2.0)
+    assert next(csv.DictReader(open(loose.with_suffix(".csv"))))["fit_epoch"] == "4"
+    with pytest.raises(ConfigError, match="p1-fit-speed: needs composite-task"):
+        draw("p1-fit-speed", [early], tmp_path / "o3")

@@ -149,7 +149,8 @@ def arg(*flags: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     return flags, kw
 
 
-SET = arg("--set", action="append", default=[], metavar="KEY=VALUE", help="dotted override (e.g. init.gamma=0.8)")
+SET = arg("--set", action="append", default=[], metavar="KEY=VALUE",
+          help="dotted override (e.g. init.gamma=0.8; seed=N sets the data, init and batch-order seeds)")
 OUT = arg("--out", help="run directory (default runs/<run id>)")
 BACKEND = {"choices": ("local", "process", "ray"), "help": "local: this process; process: 1-thread worker "
            "processes; ray: one Ray task per run (pip install 'anchorlab[ray]')"}

@@ -51,8 +51,17 @@ def to_plain(x: Any) -> Any:
     return x
 
 
+# "seed" (a --set key and a sweep axis) stands for all three seeds at once: data, init and batch order.
+SEED_KEYS = ("seeds.data_seed", "seeds.init_seed", "seeds.train_seed")
+
+
 def set_dotted(d: dict[str, Any], key: str, value: Any, where: str = "") -> None:
-    """Set ``d["a"]["b"] = value`` for key "a.b" in place; ``where`` prefixes the field in errors."""
+    """Set ``d["a"]["b"] = value`` for key "a.b" in place (key "seed": each of :data:`SEED_KEYS`); ``where``
+    prefixes the field in errors."""
+    if key == "seed":
+        for k in SEED_KEYS:
+            set_dotted(d, k, value, where)
+        return
     parts = key.split(".")
     node = d
     for p in parts[:-1]:

@@ -33,7 +33,6 @@ from anchorlab import kinds, rundir
 from anchorlab.config import ConfigError, merge, parse_override, parse_toml_file, read_toml, set_dotted
 
 MANIFEST = "sweep.json"
-SEED_KEYS = ("seeds.data_seed", "seeds.init_seed", "seeds.train_seed")
 
 
 def axis_keys(axis: str) -> list[str]:
@@ -73,8 +72,7 @@ class SweepSpec:
         for point in self.points():
             d = copy.deepcopy(base)
             for key, value in point.items():
-                for k in (SEED_KEYS if key == "seed" else (key,)):
-                    set_dotted(d, k, value, where="axes.")
+                set_dotted(d, key, value, where="axes.")  # "seed" sets all three seeds
             out.append((point, build(d)))
         return out
 

@@ -220,3 +220,49 @@ def p1_fig14(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = Fals
     fig = plot_phase_diagrams(g["xs"], g["ys"], {f"inferential (4,3) → x−10\n{setting}": g[metrics[0]]},
                               g["mask"], xlabel="weight decay", ylabel="peak learning rate")
     return _save_grid(fig, g, metrics, Path(out), "p1-fig14", lambda xv, yv: {"peak_lr": yv, "weight_decay": xv})
+
+
+def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0) -> list[dict[str, Any]]:
+    """One row per composite-task run with logged epochs and at least one evaluation: its identity (model,
+    d_model, γ, std of W_Q, peak-LR multiplier, precision, seed, which draws came from a reference file), the
+    first epoch whose mean training loss (``epochs.jsonl``) fell below ``loss_threshold`` (``fit_epoch``, None
+    if none did by ``last_trained_epoch``; an unfinished run that has not fitted yet is left out) and the held-out pair's accuracies at the last evaluation (and the best
+    inferential one over all evaluations). The question it serves: does how long a run stays on the loss
+    plateau before fitting predict which answer it gives (docs/p1_fit_speed.md)?"""
+    rows = []
+    for rows_of_run, d in ((r, Path(d)) for d in run_dirs if (r := _curve_runs([Path(d)]))):
+        evals, cfg = rows_of_run[0], rundir.read_config(d)
+        epochs = rundir.read_metrics(d, rundir.EPOCHS)
+        if not epochs:
+            continue
+        last, fit_epoch = evals[-1], next((e["epoch"] for e in epochs if e["train_loss"] < loss_threshold), None)
+        if fit_epoch is None and last["status"] != "done":
+            continue  # still on the plateau and still training: nothing to place yet
+        parts = sorted(cfg.task.reference_parts) if getattr(cfg.task, "reference", "") else []
+        rows.append({"run_id": d.name, "model": last["model"], "d_model": last["d_model"], "gamma": last["gamma"],
+                     "std_W_Q": last["std_W_Q"], "lr_multiplier": cfg.train.lr_multiplier,
+                     "precision": last["precision"], "seed": last["seed"],
+                     "reference_parts": "+".join(parts), "status": last["status"],
+                     "fit_epoch": fit_epoch,
+                     "last_trained_epoch": epochs[-1]["epoch"], "last_epoch": last["epoch"],
+                     "inferential": last["inferential"], "symmetric": last["symmetric"],
+                     "seen_test": last["seen_test"],
+                     "best_inferential": max(float(e["inferential"]) for e in evals if e["inferential"] is not None)})
+    return rows
+
+
+@figure("p1-fit-speed", "runs", "P1 outcome against fit speed: the held-out pair's inferential and symmetric "
+        "accuracy per run against the first epoch whose training loss fell below a threshold")
+def p1_fit_speed(run_dirs: list[Path], out: str | Path, loss_threshold: float = 1.0) -> Path:
+    """Per composite-task run (:func:`fit_speed_rows`): x = the first epoch whose mean training loss fell below
+    ``loss_threshold`` (runs that had not, at the right edge, hollow), y = the held-out pair's inferential
+    (left panel) and symmetric (right) accuracy at the run's last evaluation; colour = γ, marker = d_model,
+    runs trained on a reference file's draws ringed. Reads only ``epochs.jsonl`` and ``metrics.jsonl``."""
+    from anchorlab.plotting.figures import plot_fit_speed
+
+    rows = fit_speed_rows([Path(d) for d in run_dirs], loss_threshold)
+    if not rows:
+        raise ConfigError("figure p1-fit-speed: needs composite-task (P1) runs with logged epochs and an evaluation")
+    pairs = " / ".join(sorted({_probe_pair(rundir.read_config(Path(d))) for d in run_dirs
+                               if _composite_config(Path(d)) is not None}))
+    return save_figure(plot_fit_speed(rows, loss_threshold, pair=pairs), rows, Path(out), "p1-fit-speed")

@@ -169,3 +169,49 @@ def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", t
         ax.set_title(title or f"P1: held-out pair {pair} per {x_name} (bars: mean over {dots}s)", fontsize=9)
         fig.tight_layout()
     return fig
+
+
+def plot_fit_speed(rows: Sequence[dict[str, Any]], loss_threshold: float, pair: str = "(4,3)") -> Figure:
+    """Two panels sharing x: the held-out pair's inferential (left) and symmetric (right) accuracy of each run
+    against its fit epoch (first epoch with mean training loss < ``loss_threshold``). Colour = γ, marker =
+    d_model; a run not fitted by its last epoch is hollow at the right edge; a run on a reference file's draws
+    is ringed in black. Each row: ``{"gamma", "d_model", "fit_epoch" (or None), "last_trained_epoch",
+    "inferential", "symmetric", "reference_parts"}``."""
+    import numpy as np
+
+    gammas = sorted({r["gamma"] for r in rows})
+    widths = sorted({r["d_model"] for r in rows})
+    cmap = plt.get_cmap("viridis")
+    color = {g: cmap(0.15 + 0.7 * i / max(len(gammas) - 1, 1)) for i, g in enumerate(gammas)}
+    marker = {w: SEED_MARKERS[i % len(SEED_MARKERS)] for i, w in enumerate(widths)}
+    fitted = [r["fit_epoch"] for r in rows if r["fit_epoch"] is not None]
+    edge = max([*fitted, *(r["last_trained_epoch"] for r in rows if r["fit_epoch"] is None)]) + 2
+    rng = np.random.default_rng(0)
+    with style():
+        fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.6), sharex=True, sharey=True)
+        for ax, key, answer in ((axes[0], "inferential", "x−10"), (axes[1], "symmetric", "x−6")):
+            for r in rows:
+                x = (r["fit_epoch"] if r["fit_epoch"] is not None else edge) + rng.uniform(-0.25, 0.25)
+                c = color[r["gamma"]]
+                ax.scatter(x, float(r[key]), s=34, marker=marker[r["d_model"]], zorder=3,
+                           color=c if r["fit_epoch"] is not None else "white", edgecolors=c, linewidths=1.1)
+                if r.get("reference_parts"):
+                    ax.scatter(x, float(r[key]), s=110, marker="o", facecolors="none", edgecolors="black",
+                               linewidths=0.7, zorder=2)
+            ax.axvline(edge - 1, color="#999999", lw=0.6, ls=":")
+            ax.set_title(f"{key} {pair}" + (f" → {answer}" if pair == "(4,3)" else ""), fontsize=9)
+            ax.set_xlabel(f"first epoch with training loss < {loss_threshold:g}")
+            ax.set_ylim(-0.04, 1.04)
+        axes[0].set_ylabel(f"fraction of {pair} inputs (last evaluation)")
+        ticks = sorted({t for t in axes[0].get_xticks() if 0 <= t < edge - 1} | {edge})
+        axes[0].set_xticks(ticks, [f"{t:g}" if t != edge else "not\nfitted" for t in ticks])
+        handles = [Line2D([], [], ls="none", marker="o", color=color[g], label=f"γ {g:g}") for g in gammas]
+        handles += [Line2D([], [], ls="none", marker=marker[w], color="#555555", label=f"d_model {w}") for w in widths]
+        if any(r.get("reference_parts") for r in rows):
+            handles.append(Line2D([], [], ls="none", marker="o", ms=10, markerfacecolor="none",
+                                  markeredgecolor="black", label="draws from the\nauthors' file"))
+        fig.legend(handles=handles, loc="center right", fontsize=8, frameon=False)
+        fig.suptitle(f"P1: which answer a run gives against how long it stays on the loss plateau "
+                     f"({len(rows)} runs)", fontsize=9.5)
+        fig.tight_layout(rect=(0, 0, 0.83, 1))
+    return fig
