@@ -225,10 +225,11 @@ def p1_fig14(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = Fals
 def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0) -> list[dict[str, Any]]:
     """One row per composite-task run with logged epochs and at least one evaluation: its identity (model,
     d_model, γ, std of W_Q, peak-LR multiplier, precision, seed, which draws came from a reference file), the
-    first epoch whose mean training loss (``epochs.jsonl``) fell below ``loss_threshold`` (``fit_epoch``, None
-    if none did by ``last_trained_epoch``; an unfinished run that has not fitted yet is left out) and the held-out pair's accuracies at the last evaluation (and the best
-    inferential one over all evaluations). The question it serves: does how long a run stays on the loss
-    plateau before fitting predict which answer it gives (docs/p1_fit_speed.md)?"""
+    first epoch whose mean training loss (``epochs.jsonl``) fell below ``loss_threshold`` (``fit_epoch``; None
+    if none did by ``last_trained_epoch``; an unfinished run that has not fitted yet is left out), and the
+    held-out pair's accuracies at the last evaluation (and the best inferential one over all evaluations).
+    The question it serves: does how long a run stays on the loss plateau before fitting predict which
+    answer it gives (docs/p1_fit_speed.md)?"""
     rows = []
     for rows_of_run, d in ((r, Path(d)) for d in run_dirs if (r := _curve_runs([Path(d)]))):
         evals, cfg = rows_of_run[0], rundir.read_config(d)
