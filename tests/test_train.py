@@ -86,3 +86,13 @@ def test_seeds_are_separate(tmp_path):
     assert (make_task_data(a.task, a.seeds.data_seed).inputs == make_task_data(b.task, b.seeds.data_seed).inputs).all()
     assert (batch_order(100, 1, 3) == batch_order(100, 1, 3)).all()
     assert not (batch_order(100, 1, 3) == batch_order(100, 2, 3)).all()
+
+
+def test_a_single_runs_bar_counts_steps_and_names_the_epoch(tmp_path, tiny, capsys):
+    s = train(tiny, tmp_path / "r")
+    err = capsys.readouterr().err.replace("\r", "\n")
+    last = [line for line in err.splitlines() if line.strip()][-1]
+    total = s["steps"]
+    # every optimizer step counted (not epochs), the last epoch named, its loss and accuracies in the postfix
+    assert f"{total}/{total}" in last and f"epoch {tiny.train.epochs}/{tiny.train.epochs}" in last, last
+    assert "step" in last and "loss=" in last and "inf=" in last, last

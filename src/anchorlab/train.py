@@ -152,9 +152,7 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
 
     bar = None
     if progress is None and show_progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=tc.epochs, initial=start_epoch, desc=f"γ={cfg.init.gamma:g}", unit="ep",
-                   dynamic_ncols=True)
+        bar = _step_bar(cfg, steps_per_epoch, start_epoch)
     model.train()
     epoch = start_epoch
     try:  # the bar closes before an error line (a diverged run) is printed
@@ -166,6 +164,8 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
                 lr = lr_at(step, tc, steps_per_epoch)
                 loss_sum += train_step(model, opt, x_train[idx], y_train[idx], lr, tc, amp)
                 step += 1
+                if bar is not None:
+                    bar.update(1)
             epoch_loss = loss_sum.item() / steps_per_epoch  # the only host sync of the epoch
             rundir.check_finite_loss(run_dir, step, epoch_loss)  # nan/inf: stop before anything of it is saved
             rundir.append_metrics(run_dir, {"epoch": epoch, "step": step, "train_loss": epoch_loss}, rundir.EPOCHS)
@@ -179,8 +179,9 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
                 rundir.save_resume(run_dir, model, opt, step, epoch)
             status_line = {"loss": epoch_loss, **{k: last.get(k) for k in HEADLINE[cfg.task.name]}}
             if bar is not None:
-                bar.set_postfix(progress_postfix(status_line), refresh=False)
-                bar.update(1)
+                bar.set_description(f"γ={cfg.init.gamma:g} epoch {min(epoch + 1, tc.epochs)}/{tc.epochs}",
+                                    refresh=False)
+                bar.set_postfix(progress_postfix(status_line))
             elif progress is not None:
                 progress(step, steps_per_epoch * tc.epochs, status_line)
             if stop:
@@ -195,6 +196,20 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
     rundir.write_json(run_dir / rundir.SUMMARY, summary)
     rundir.write_atomic(run_dir / rundir.DONE, "")
     return summary
+
+
+def _step_bar(cfg: RunConfig, steps_per_epoch: int, start_epoch: int) -> Any:
+    """A single run's tqdm bar over optimizer steps (an epoch of the paper config is minutes on a CPU), the
+    epoch in its description and the last epoch's loss and accuracies as its postfix. Written to a file (a
+    ``nohup`` log) it refreshes every 30 s instead of every 0.1 s, so a day-long run leaves a short log."""
+    import sys
+
+    from tqdm.auto import tqdm
+
+    tc = cfg.train
+    return tqdm(total=steps_per_epoch * tc.epochs, initial=steps_per_epoch * start_epoch, unit="step",
+                desc=f"γ={cfg.init.gamma:g} epoch {min(start_epoch + 1, tc.epochs)}/{tc.epochs}",
+                dynamic_ncols=True, mininterval=0.1 if sys.stderr.isatty() else 30.0)
 
 
 def make_summary(cfg: RunConfig, run_dir: Path, model: nn.Module, steps_per_epoch: int,

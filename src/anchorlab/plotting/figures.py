@@ -198,13 +198,16 @@ def plot_fit_speed(rows: Sequence[dict[str, Any]], loss_threshold: float, pair: 
                 if r.get("reference_parts"):
                     ax.scatter(x, float(r[key]), s=110, marker="o", facecolors="none", edgecolors="black",
                                linewidths=0.7, zorder=2)
-            ax.axvline(edge - 1, color="#999999", lw=0.6, ls=":")
+            if any(r["fit_epoch"] is None for r in rows):
+                ax.axvline(edge - 1, color="#999999", lw=0.6, ls=":")
             ax.set_title(f"{key} {pair}" + (f" → {answer}" if pair == "(4,3)" else ""), fontsize=9)
             ax.set_xlabel(f"first epoch with training loss < {loss_threshold:g}")
             ax.set_ylim(-0.04, 1.04)
         axes[0].set_ylabel(f"fraction of {pair} inputs (last evaluation)")
-        ticks = sorted({t for t in axes[0].get_xticks() if 0 <= t < edge - 1} | {edge})
-        axes[0].set_xticks(ticks, [f"{t:g}" if t != edge else "not\nfitted" for t in ticks])
+        axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
+        if any(r["fit_epoch"] is None for r in rows):
+            ticks = sorted({t for t in axes[0].get_xticks() if 0 <= t < edge - 1} | {edge})
+            axes[0].set_xticks(ticks, [f"{t:g}" if t != edge else "not\nfitted" for t in ticks])
         handles = [Line2D([], [], ls="none", marker="o", color=color[g], label=f"γ {g:g}") for g in gammas]
         handles += [Line2D([], [], ls="none", marker=marker[w], color="#555555", label=f"d_model {w}") for w in widths]
         if any(r.get("reference_parts") for r in rows):
