@@ -231,3 +231,20 @@ def test_demo_reads_the_committed_paper_config_result(tmp_path):
     for minutes, cost in ((90, "~90 min"), (600, "~10 h")):  # read from the registry, not written into demo.py
         (tmp_path / "reg.toml").write_text(f'[p1-both-sides]\nminutes = {minutes}\nsweeps = ["s.toml"]\n')
         assert f"estimated {cost} on 2 CPU cores" in paper_config_text(committed, tmp_path / "reg.toml")
+
+
+def test_demo_states_the_committed_fit_speed_split(tmp_path):
+    """The demo's paper-config block says what the seed sets, from the committed p1-fit-speed table: the fit
+    epochs of the inferential-leaning runs against the others'; nothing when the table is absent or one-sided."""
+    from anchorlab.demo import fit_speed_text
+
+    committed = fit_speed_text()
+    assert "the 20 with best inferential < 0.3 fit (training loss < 1) at epochs 4-11" in committed
+    assert "the 4 leaning inferential at epochs 18-20" in committed
+    head = "run_id,fit_epoch,best_inferential\n"
+    (tmp_path / "t.csv").write_text(head + "a,5,0.01\nb,6,0.1\nc,19,0.8\nd,,0.9\n")  # d: not fitted, not counted
+    text = fit_speed_text(tmp_path / "t.csv")
+    assert "Of 3 fitted" in text and "the 2 with best inferential < 0.3 fit (training loss < 1) at epochs 5-6" in text
+    assert "the 1 leaning inferential at epoch 19 " in text
+    (tmp_path / "one.csv").write_text(head + "a,5,0.01\n")
+    assert fit_speed_text(tmp_path / "one.csv") == "" and fit_speed_text(tmp_path / "none.csv") == ""

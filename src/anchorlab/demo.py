@@ -27,6 +27,8 @@ PAPER_RUNS = Path(__file__).resolve().parents[2] / "docs" / "p1_paper_vs_referen
 # outputs (docs/p1_both_sides.md: run on one H100)
 BOTH_SIDES = "p1-both-sides"
 SEED_RUNS = Path(__file__).resolve().parents[2] / "docs" / "p1_both_sides" / "h100_fp32"
+# The committed answer-against-plateau-length table of the paper-width runs (docs/p1_fit_speed.md)
+FIT_SPEED = Path(__file__).resolve().parents[2] / "docs" / "p1_fit_speed" / "d400" / "p1-fit-speed.csv"
 DEFAULT_P2_SPEC = DEFAULT_SPEC.with_name("demo_p2.toml")
 P2_COLUMNS = ("model", "gamma", "seed", "mem_acc", "rsn_train_acc", "rsn_test_acc", "final_train_loss")
 COLUMNS = ("init", "gamma", "std_W_Q", "seed", "seen_train_acc", "seen_test_acc",
@@ -157,6 +159,30 @@ def seed_outcomes(root: Path = SEED_RUNS, threshold: float = 0.9) -> dict[float,
     return out
 
 
+def fit_speed_text(path: Path = FIT_SPEED, leaning: float = 0.3) -> str:
+    """One line from the committed ``p1-fit-speed`` table (docs/p1_fit_speed.md): the fit epochs of the runs
+    that lean inferential (best inferential accuracy >= ``leaning``) against those of the others; "" when the
+    table is not there."""
+    import csv
+
+    if not path.is_file():
+        return ""
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["fit_epoch"]]
+
+    def span(sel: list[dict[str, str]]) -> str:
+        epochs = sorted(int(r["fit_epoch"]) for r in sel)
+        return f"epoch {epochs[0]}" if epochs[0] == epochs[-1] else f"epochs {epochs[0]}-{epochs[-1]}"
+
+    lean = [r for r in rows if float(r["best_inferential"]) >= leaning]
+    rest = [r for r in rows if float(r["best_inferential"]) < leaning]
+    if not lean or not rest:
+        return ""
+    return (f"  What the seed sets: how long a run stays on the loss plateau. Of {len(rows)} fitted paper-width runs, "
+            f"the {len(rest)} with best inferential < {leaning:g} fit (training loss < 1) at {span(rest)}, the "
+            f"{len(lean)} leaning inferential at {span(lean)} (docs/p1_fit_speed.md)")
+
+
 def paper_config_text(committed: list[dict[str, Any]], registry: Path | None = None,
                       seeds: dict[float, tuple[int, int, int]] | None = None) -> str:
     """The committed paper-config block the demo prints: the replays, the outcome on our own seeds
@@ -178,6 +204,8 @@ def paper_config_text(committed: list[dict[str, Any]], registry: Path | None = N
                  for g, (inf, sym, n) in sorted(seeds.items(), reverse=True)]
         lines.append("  On our own data seeds at this config, one learning rate, epoch 27 (one H100; "
                      "docs/p1_both_sides.md): " + "; ".join(parts) + ": the outcome varies by seed")
+    if fit := fit_speed_text():
+        lines.append(fit)
     minutes = get(BOTH_SIDES, registry or REGISTRY).minutes
     cost = "not timed" if minutes is None else f"~{minutes / 60:.0f} h" if minutes >= 120 else f"~{minutes:g} min"
     lines.append(f"  Both γ on 3 seeds of our own data at this config: anchorlab reproduce {BOTH_SIDES} "
