@@ -151,6 +151,10 @@ def test_fig3b_pair_pca(runs, tmp_path):
     draw("p1-fig3b", runs[:1], tmp_path, n_per_pair=5)
     rows = read_csv(tmp_path / "p1-fig3b.csv")
     assert len(rows) == 12 * 5 and (tmp_path / "p1-fig3b.png").stat().st_size > 10_000
+    # every row names the run and the checkpoint it was drawn from (the last kept one by default)
+    from anchorlab import rundir
+
+    assert {(r["run_id"], int(r["step"])) for r in rows} == {(runs[0].name, rundir.checkpoint_steps(runs[0])[-1])}
 
 
 def test_fig4_boxes_follow_equal_targets(runs, tmp_path):

@@ -100,6 +100,8 @@ def test_figure_commands_write_png_and_csv(runs, tmp_path, name, keys):
     assert (tmp_path / f"{name}.png").stat().st_size > 10_000
     rows = _rows(tmp_path / f"{name}.csv")
     assert rows
+    if name in ("p2-fig4", "p2-fig5", "p2-fig6"):  # a one-run figure's CSV names its run on every row
+        assert {r["run_id"] for r in rows} == {runs[keys[0]].name}
     if name.startswith("p2-fig3"):
         assert {r["gamma"] for r in rows} == {"0.3", "0.8"} and {r["set"] for r in rows} == {"mem", "rsn_train",
                                                                                           "rsn_test"}

@@ -148,12 +148,18 @@ def settle(fig: Any) -> Any:
     return fig
 
 
-def save_figure(fig: Any, rows: list[dict[str, Any]], out: Path, name: str) -> Path:
+def save_figure(fig: Any, rows: list[dict[str, Any]], out: Path, name: str,
+                source: dict[str, Any] | None = None) -> Path:
     """Write ``out/name.png`` and the data behind it as ``out/name.csv``, close ``fig`` and return the PNG path.
+    ``source`` (a one-run figure's ``{"run_id": ..., "step": ...}``) leads every CSV row, so a CSV moved away
+    from its PNG still says which run and checkpoint it describes.
 
     :func:`settle` drops the idle layout engine first: the PNG is the same, drawn once instead of twice."""
     from anchorlab.plotting.style import plt
     from anchorlab.sweep import write_csv
+
+    if source:
+        rows = [{**source, **r} for r in rows]
 
     out.mkdir(parents=True, exist_ok=True)
     settle(fig).savefig(out / f"{name}.png")

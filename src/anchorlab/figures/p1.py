@@ -190,14 +190,14 @@ def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5
              step: Step = None) -> Path:
     """E4: last-token X^{ao(1)} of ``n_per_pair`` random keys per ordered anchor pair, in 2-D by ``method``."""
     word = _method(method)
-    [(d, model, cfg, _)] = _load_runs("p1-fig3b", run_dir, step)
+    [(d, model, cfg, at)] = _load_runs("p1-fig3b", run_dir, step)
     X, pairs = attention_output_vectors(model, cfg.task, n_per_pair, seed)
     coords, ratio = embed_2d(X, method, seed)
     fig = plot_pair_scatter(coords, [tuple(p) for p in pairs.tolist()], ratio,
                             f"X^ao(1), last token, {word}: {_label(cfg)}")
     rows = [{"a1": int(a), "a2": int(b), "method": method, "dim1": float(c[0]), "dim2": float(c[1])}
             for (a, b), c in zip(pairs, coords)]
-    return save_figure(fig, rows, Path(out), "p1-fig3b")
+    return save_figure(fig, rows, Path(out), "p1-fig3b", source={"run_id": d.name, "step": at})
 
 
 def _centered(a: np.ndarray, b: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -218,7 +218,7 @@ def p1_fig4(run_dir: Path, out: str | Path, step: Step = None, center: bool = Fa
     titles give the mean cosine on and off the red boxes either way."""
     if not isinstance(center, bool):
         raise ConfigError(f"figure p1-fig4: option center: true or false, got {center!r}")
-    [(d, model, cfg, _)] = _load_runs("p1-fig4", run_dir, step)
+    [(d, model, cfg, at)] = _load_runs("p1-fig4", run_dir, step)
     t = cfg.task
     keys = list(E5_KEYS)
     v = {p: fused_vectors(model, t, keys, p) for p in (*E5_LOWER, *E5_UPPER)}
@@ -254,7 +254,7 @@ def p1_fig4(run_dir: Path, out: str | Path, step: Step = None, center: bool = Fa
              "centered": center} for i in range(len(keys)) for j in range(len(keys))]
     rows += [{"panel": "E6", "row": labels6[i], "col": labels6[j], "cosine": C6[i, j],
               "equal_target": bool(boxes6[i, j]), "centered": center} for i in range(len(k6)) for j in range(len(k6))]
-    return save_figure(fig, rows, Path(out), "p1-fig4")
+    return save_figure(fig, rows, Path(out), "p1-fig4", source={"run_id": d.name, "step": at})
 
 
 def _condensation(model: Any, cfg: RunConfig, threshold: float, method: str = "pca", layer: int = 0) -> dict[str, Any]:

@@ -122,7 +122,7 @@ def p2_fig4(run_dir: Path, out: Path, step: int | Sequence[int] | None = None) -
     hi = task.key_max + task.q * max(rsn)
     fig = P.plot_fig4(mats, centred, theory["label"], (theory["label"][off], theory["trained"][off], theory["r_label"]),
                       (task.key_min, hi))
-    return save_figure(fig, rows, out, "p2-fig4")
+    return save_figure(fig, rows, out, "p2-fig4", source={"run_id": Path(run_dir).name})
 
 
 @figure("p2-fig5", "run", "P2 Fig. 5: anchor cosines, PCA of W_E, theory (eq. 14) vs trained, PCA of w̃")
@@ -153,7 +153,7 @@ def p2_fig5(run_dir: Path, out: Path, step: int | Sequence[int] | None = None, r
                       (coords, toks, ratio), th["eq14"], rsn,
                       {"trained": th["row_trained"], "eq14": th["row_eq14"], "label": th["row_label"]}, row_anchor,
                       pca_theory)
-    return save_figure(fig, rows, out, "p2-fig5")
+    return save_figure(fig, rows, out, "p2-fig5", source={"run_id": Path(run_dir).name})
 
 
 @figure("p2-fig6", "run", "P2 Fig. 6: first attention layer ≈ averaging operator, W^V spectrum and alignment")
@@ -182,7 +182,7 @@ def p2_fig6(run_dir: Path, out: Path, step: int | Sequence[int] | None = None, n
              for k, a in (("memory", mem), ("reasoning", rsn)) for s, c in zip(a, al[k]["abs_cos_u1"])]
     fig = P.plot_fig6(att["mean"], att["average"], att["max_abs_dev"], sv,
                       {"memory": (mem, al["memory"]["abs_cos_u1"]), "reasoning": (rsn, al["reasoning"]["abs_cos_u1"])})
-    return save_figure(fig, rows, out, "p2-fig6")
+    return save_figure(fig, rows, out, "p2-fig6", source={"run_id": Path(run_dir).name})
 
 
 @figure("p2-fig8", "runs", "P2 Fig. 8: memory label rules (U(Z) vs key window) and outputs per label-range group")
