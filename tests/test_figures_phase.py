@@ -87,7 +87,15 @@ def test_p1_fit_speed_places_each_run_at_its_first_epoch_below_the_threshold(tmp
     assert (float(rows["fast"]["symmetric"]), float(rows["slow"]["inferential"])) == (0.75, 0.93)
     assert float(rows["fast"]["best_inferential"]) == 0.02
     assert rows["slow"]["reference_parts"] == "" and rows["slow"]["gamma"] == "0.8"
-    loose = draw("p1-fit-speed", [slow], tmp_path / "o2", loss_threshold=2.0)
-    assert next(csv.DictReader(open(loose.with_suffix(".csv"))))["fit_epoch"] == "4"
+    # the early readout: inferential over seen-pair test accuracy at the evaluation of epoch 6 (default)
+    assert (float(rows["slow"]["early_inferential"]), float(rows["slow"]["early_seen_test"])) == (0.93, 0.97)
+    assert float(rows["slow"]["early_ratio"]) == pytest.approx(0.93 / 0.97)
+    assert rows["fast"]["early_ratio"] == "" and rows["fast"]["early_epoch"] == "6"  # not evaluated at epoch 6
+    loose = draw("p1-fit-speed", [slow], tmp_path / "o2", loss_threshold=2.0, early_epoch=3)
+    row = next(csv.DictReader(open(loose.with_suffix(".csv"))))
+    assert row["fit_epoch"] == "4" and float(row["early_ratio"]) == pytest.approx(0.40 / 0.60)
+    for bad in ({"early_epoch": 0}, {"early_epoch": "x"}, {"loss_threshold": -1.0}, {"loss_threshold": "a"}):
+        with pytest.raises(ConfigError, match="p1-fit-speed: option"):
+            draw("p1-fit-speed", [slow], tmp_path / "o4", **bad)
     with pytest.raises(ConfigError, match="p1-fit-speed: needs composite-task"):
         draw("p1-fit-speed", [early], tmp_path / "o3")

@@ -222,14 +222,16 @@ def p1_fig14(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = Fals
     return _save_grid(fig, g, metrics, Path(out), "p1-fig14", lambda xv, yv: {"peak_lr": yv, "weight_decay": xv})
 
 
-def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0) -> list[dict[str, Any]]:
+def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoch: int = 6) -> list[dict[str, Any]]:
     """One row per composite-task run with logged epochs and at least one evaluation: its identity (model,
     d_model, γ, std of W_Q, peak-LR multiplier, precision, seed, which draws came from a reference file), the
     first epoch whose mean training loss (``epochs.jsonl``) fell below ``loss_threshold`` (``fit_epoch``; None
     if none did by ``last_trained_epoch``; an unfinished run that has not fitted yet is left out), and the
     held-out pair's accuracies at the last evaluation (and the best inferential one over all evaluations).
+    The early readout: the inferential accuracy and the seen pairs' test accuracy at the evaluation of epoch
+    ``early_epoch`` and ``early_ratio``, the first over the second (None where that epoch was not evaluated).
     The question it serves: does how long a run stays on the loss plateau before fitting predict which
-    answer it gives (docs/p1_fit_speed.md)?"""
+    answer it gives, and can an early evaluation tell (docs/p1_fit_speed.md)?"""
     rows = []
     for rows_of_run, d in ((r, Path(d)) for d in run_dirs if (r := _curve_runs([Path(d)]))):
         evals, cfg = rows_of_run[0], rundir.read_config(d)
@@ -240,6 +242,9 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0) -> list[di
         if fit_epoch is None and last["status"] != "done":
             continue  # still on the plateau and still training: nothing to place yet
         parts = sorted(cfg.task.reference_parts) if getattr(cfg.task, "reference", "") else []
+        early = next((e for e in evals if e["epoch"] == early_epoch), None)
+        early_inf = None if early is None or early["inferential"] is None else float(early["inferential"])
+        early_seen = None if early is None or early["seen_test"] is None else float(early["seen_test"])
         rows.append({"run_id": d.name, "model": last["model"], "d_model": last["d_model"], "gamma": last["gamma"],
                      "std_W_Q": last["std_W_Q"], "lr_multiplier": cfg.train.lr_multiplier,
                      "precision": last["precision"], "seed": last["seed"],
@@ -248,20 +253,27 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0) -> list[di
                      "last_trained_epoch": epochs[-1]["epoch"], "last_epoch": last["epoch"],
                      "inferential": last["inferential"], "symmetric": last["symmetric"],
                      "seen_test": last["seen_test"],
-                     "best_inferential": max(float(e["inferential"]) for e in evals if e["inferential"] is not None)})
+                     "best_inferential": max(float(e["inferential"]) for e in evals if e["inferential"] is not None),
+                     "early_epoch": early_epoch, "early_inferential": early_inf, "early_seen_test": early_seen,
+                     "early_ratio": None if early_inf is None or not early_seen else early_inf / early_seen})
     return rows
 
 
 @figure("p1-fit-speed", "runs", "P1 outcome against fit speed: the held-out pair's inferential and symmetric "
         "accuracy per run against the first epoch whose training loss fell below a threshold")
-def p1_fit_speed(run_dirs: list[Path], out: str | Path, loss_threshold: float = 1.0) -> Path:
+def p1_fit_speed(run_dirs: list[Path], out: str | Path, loss_threshold: float = 1.0, early_epoch: int = 6) -> Path:
     """Per composite-task run (:func:`fit_speed_rows`): x = the first epoch whose mean training loss fell below
     ``loss_threshold`` (runs that had not, at the right edge, hollow), y = the held-out pair's inferential
-    (left panel) and symmetric (right) accuracy at the run's last evaluation; colour = γ, marker = d_model,
-    runs trained on a reference file's draws ringed. Reads only ``epochs.jsonl`` and ``metrics.jsonl``."""
+    (left panel) and symmetric (middle) accuracy at the run's last evaluation, and (right, where evaluated) the
+    early ratio: inferential over seen-pair test accuracy at epoch ``early_epoch``; colour = γ, marker =
+    d_model, runs trained on a reference file's draws ringed. Reads only ``epochs.jsonl`` and ``metrics.jsonl``."""
     from anchorlab.plotting.figures import plot_fit_speed
 
-    rows = fit_speed_rows([Path(d) for d in run_dirs], loss_threshold)
+    if not isinstance(loss_threshold, (int, float)) or isinstance(loss_threshold, bool) or not loss_threshold > 0:
+        raise ConfigError(f"figure p1-fit-speed: option loss_threshold: a number > 0, got {loss_threshold!r}")
+    if not isinstance(early_epoch, int) or isinstance(early_epoch, bool) or early_epoch < 1:
+        raise ConfigError(f"figure p1-fit-speed: option early_epoch: an integer >= 1, got {early_epoch!r}")
+    rows = fit_speed_rows([Path(d) for d in run_dirs], loss_threshold, early_epoch)
     if not rows:
         raise ConfigError("figure p1-fit-speed: needs composite-task (P1) runs with logged epochs and an evaluation")
     pairs = " / ".join(sorted({_probe_pair(rundir.read_config(Path(d))) for d in run_dirs

@@ -172,11 +172,13 @@ def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", t
 
 
 def plot_fit_speed(rows: Sequence[dict[str, Any]], loss_threshold: float, pair: str = "(4,3)") -> Figure:
-    """Two panels sharing x: the held-out pair's inferential (left) and symmetric (right) accuracy of each run
-    against its fit epoch (first epoch with mean training loss < ``loss_threshold``). Colour = γ, marker =
-    d_model; a run not fitted by its last epoch is hollow at the right edge; a run on a reference file's draws
-    is ringed in black. Each row: ``{"gamma", "d_model", "fit_epoch" (or None), "last_trained_epoch",
-    "inferential", "symmetric", "reference_parts"}``."""
+    """Panels sharing x: the held-out pair's inferential (left) and symmetric (middle) accuracy of each run
+    against its fit epoch (first epoch with mean training loss < ``loss_threshold``), and, where any run has
+    it, the early ratio (right, log scale: inferential over seen-pair test accuracy at the early evaluation;
+    1 marked). Colour = γ, marker = d_model; a run not fitted by its last epoch is hollow at the right edge; a
+    run on a reference file's draws is ringed in black. Each row: ``{"gamma", "d_model", "fit_epoch" (or
+    None), "last_trained_epoch", "inferential", "symmetric", "reference_parts"}`` and optionally
+    ``"early_ratio"``, ``"early_epoch"``."""
     import numpy as np
 
     gammas = sorted({r["gamma"] for r in rows})
@@ -185,29 +187,45 @@ def plot_fit_speed(rows: Sequence[dict[str, Any]], loss_threshold: float, pair: 
     color = {g: cmap(0.15 + 0.7 * i / max(len(gammas) - 1, 1)) for i, g in enumerate(gammas)}
     marker = {w: SEED_MARKERS[i % len(SEED_MARKERS)] for i, w in enumerate(widths)}
     fitted = [r["fit_epoch"] for r in rows if r["fit_epoch"] is not None]
+    unfitted = any(r["fit_epoch"] is None for r in rows)
     edge = max([*fitted, *(r["last_trained_epoch"] for r in rows if r["fit_epoch"] is None)]) + 2
+    early = [r for r in rows if r.get("early_ratio") is not None]
+    floor = 0.01  # a ratio of 0 (no inferential answer at all) is drawn at the floor of the log axis
+    panels = [("inferential", f"inferential {pair}" + (" → x−10" if pair == "(4,3)" else ""), (-0.04, 1.04)),
+              ("symmetric", f"symmetric {pair}" + (" → x−6" if pair == "(4,3)" else ""), (-0.04, 1.04))]
+    if early:
+        top = max(2.0, *(float(r["early_ratio"]) for r in early)) * 1.5
+        panels.append(("early_ratio", f"at epoch {early[0]['early_epoch']}: inferential {pair}\n"
+                       "over seen pairs' test accuracy (log)", (floor * 0.8, top)))
     rng = np.random.default_rng(0)
+    jitter = {id(r): rng.uniform(-0.25, 0.25) for r in rows}
     with style():
-        fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.6), sharex=True, sharey=True)
-        for ax, key, answer in ((axes[0], "inferential", "x−10"), (axes[1], "symmetric", "x−6")):
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels) + 1.2, 3.6), sharex=True, squeeze=False)
+        for ax, (key, title, ylim) in zip(axes[0], panels):
             for r in rows:
-                x = (r["fit_epoch"] if r["fit_epoch"] is not None else edge) + rng.uniform(-0.25, 0.25)
+                if r.get(key) is None:
+                    continue
+                x = (r["fit_epoch"] if r["fit_epoch"] is not None else edge) + jitter[id(r)]
                 c = color[r["gamma"]]
-                ax.scatter(x, float(r[key]), s=34, marker=marker[r["d_model"]], zorder=3,
+                y = max(float(r[key]), floor) if key == "early_ratio" else float(r[key])
+                ax.scatter(x, y, s=34, marker=marker[r["d_model"]], zorder=3,
                            color=c if r["fit_epoch"] is not None else "white", edgecolors=c, linewidths=1.1)
                 if r.get("reference_parts"):
-                    ax.scatter(x, float(r[key]), s=110, marker="o", facecolors="none", edgecolors="black",
-                               linewidths=0.7, zorder=2)
-            if any(r["fit_epoch"] is None for r in rows):
+                    ax.scatter(x, y, s=110, marker="o", facecolors="none", edgecolors="black", linewidths=0.7,
+                               zorder=2)
+            if unfitted:
                 ax.axvline(edge - 1, color="#999999", lw=0.6, ls=":")
-            ax.set_title(f"{key} {pair}" + (f" → {answer}" if pair == "(4,3)" else ""), fontsize=9)
+            if key == "early_ratio":
+                ax.set_yscale("log")
+                ax.axhline(1, color="black", lw=0.7, alpha=0.6)
+            ax.set_title(title, fontsize=9)
             ax.set_xlabel(f"first epoch with training loss < {loss_threshold:g}")
-            ax.set_ylim(-0.04, 1.04)
-        axes[0].set_ylabel(f"fraction of {pair} inputs (last evaluation)")
-        axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
-        if any(r["fit_epoch"] is None for r in rows):
-            ticks = sorted({t for t in axes[0].get_xticks() if 0 <= t < edge - 1} | {edge})
-            axes[0].set_xticks(ticks, [f"{t:g}" if t != edge else "not\nfitted" for t in ticks])
+            ax.set_ylim(*ylim)
+        axes[0][0].set_ylabel(f"fraction of {pair} inputs (last evaluation)")
+        axes[0][0].xaxis.set_major_locator(MaxNLocator(integer=True))
+        if unfitted:
+            ticks = sorted({t for t in axes[0][0].get_xticks() if 0 <= t < edge - 1} | {edge})
+            axes[0][0].set_xticks(ticks, [f"{t:g}" if t != edge else "not\nfitted" for t in ticks])
         handles = [Line2D([], [], ls="none", marker="o", color=color[g], label=f"γ {g:g}") for g in gammas]
         handles += [Line2D([], [], ls="none", marker=marker[w], color="#555555", label=f"d_model {w}") for w in widths]
         if any(r.get("reference_parts") for r in rows):
@@ -216,5 +234,6 @@ def plot_fit_speed(rows: Sequence[dict[str, Any]], loss_threshold: float, pair: 
         fig.legend(handles=handles, loc="center right", fontsize=8, frameon=False)
         fig.suptitle(f"P1: which answer a run gives against how long it stays on the loss plateau "
                      f"({len(rows)} runs)", fontsize=9.5)
-        fig.tight_layout(rect=(0, 0, 0.83, 1))
+        width = fig.get_size_inches()[0]
+        fig.tight_layout(rect=(0, 0, 1 - 1.3 / width, 1))
     return fig
