@@ -28,7 +28,7 @@ def tiny() -> RunConfig:
 
 def sweep_sets(path, tmp_path) -> list[str]:
     """The ``--set`` a shipped sweep file needs on its command line: a grid over ``task.reference_parts`` names
-    a reference file (here an empty stand-in: only its existence is checked when loading)."""
+    a reference file (here an empty stand-in: only its existence is checked before anything runs)."""
     if "task.reference_parts" not in path.read_text():
         return []
     (tmp_path / "ref.npz").write_bytes(b"")

@@ -1,9 +1,10 @@
+import json
 from pathlib import Path
 
 import pytest
 
 from anchorlab.config import ConfigError, RunConfig, load_config, parse_override
-from tests.conftest import sweep_sets
+from tests.conftest import sweep_sets, tiny_config
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -223,3 +224,23 @@ def test_seed_override_sets_all_three_seeds_as_the_sweep_axis_does(tmp_path):
     assert from_sweep.run_id() == load_config(None, ["seed=7"]).run_id()
     # a later, more specific key still wins
     assert load_config(None, ["seed=7", "seeds.train_seed=2"], training=False).seeds.train_seed == 2
+
+
+def test_a_reference_run_reads_back_where_the_file_is_not_and_trains_only_where_it_is(tmp_path):
+    """A committed reference run's config.json (docs/p1_reference_parts/...) is read by figures and reports on a
+    machine without the recording; training one needs the file: one line naming task.reference, nothing written."""
+    from anchorlab import rundir
+    from anchorlab.figures import draw
+    from anchorlab.train import train
+
+    cfg = tiny_config(**{"task.reference": "p1_authors_paper_g0.8_s1.npz"})  # a bare name, no such file here
+    d = tmp_path / "run"
+    d.mkdir()
+    rundir.write_json(d / rundir.CONFIG, cfg.to_dict())
+    (d / rundir.METRICS).write_text(json.dumps({"step": 0, "epoch": 0, "seen_test_acc": 0.5, "unseen_inferential_acc":
+                                                0.1, "unseen_symmetric_acc": 0.2}) + "\n")
+    assert rundir.read_config(d).task.reference == "p1_authors_paper_g0.8_s1.npz"
+    assert draw("p1-curves", [d], tmp_path / "fig").is_file()
+    with pytest.raises(ConfigError, match="task.reference: allowed values are '' or the path of an existing"):
+        train(cfg, tmp_path / "new", show_progress=False)
+    assert not (tmp_path / "new").exists()

@@ -61,6 +61,7 @@ KINDS: dict[str, RunKind] = {
         report_sweep="anchorlab.report.anchor:sweep_page",
         figure_modules=("anchorlab.figures.phase", "anchorlab.figures.p1", "anchorlab.figures.p2"),
         training_metrics="anchorlab.analysis.summary:training_metrics",
+        preflight="anchorlab.reference:preflight",
     ),
     "lm": RunKind(
         name="lm",

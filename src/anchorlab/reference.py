@@ -34,6 +34,7 @@ The authors' → our parameter mapping (ours are stored input-first, Transformer
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -69,6 +70,17 @@ class Reference:
         """The γ its init was drawn at: -log(std W_Q) / log(d_model), to two decimals (std from 10^4+ draws)."""
         w = self.init["decoder.layers.0.dec_self_attn.W_Q.weight"]
         return round(-math.log(float(w.std())) / math.log(w.shape[1]), 2)
+
+
+def preflight(cfgs: Sequence[Any]) -> None:
+    """Before anything is trained or written: every config's ``task.reference`` (where set) is a file, else one
+    line naming the field (the anchor kind's ``preflight`` for ``anchorlab sweep`` / ``reproduce``, and
+    :func:`anchorlab.train.train`)."""
+    for cfg in cfgs:
+        path = getattr(cfg.task, "reference", "")
+        if path and not Path(path).is_file():
+            raise ConfigError(f"task.reference: allowed values are '' or the path of an existing reference .npz "
+                              f"file (got {path!r})")
 
 
 @lru_cache(maxsize=2)

@@ -18,6 +18,7 @@ from anchorlab.cpu import run_environment, training_device
 from anchorlab.init import apply_init, count_parameters, init_std
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
+from anchorlab.reference import preflight as reference_preflight
 from anchorlab.schedule import lr_at
 from anchorlab.tasks import TaskData, make_task_data
 
@@ -106,6 +107,7 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
     (pass ``lambda model: {}`` for none)."""
     run_dir = Path(run_dir)
     cfg.validate()  # the batch size against the task's rows too, before anything is written
+    reference_preflight([cfg])  # a task.reference file that is not there: one line, nothing written
     order = epoch_order(cfg)  # checks a reference file before anything is written
     return rundir.run_locked(run_dir, cfg, lambda status: _train_open(cfg, run_dir, status, order, progress,
                                                                        show_progress, data, weight_metrics))
