@@ -248,7 +248,7 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoc
         rows.append({"run_id": d.name, "model": last["model"], "d_model": last["d_model"], "gamma": last["gamma"],
                      "std_W_Q": last["std_W_Q"], "lr_multiplier": cfg.train.lr_multiplier,
                      "precision": last["precision"], "seed": last["seed"],
-                     "reference_parts": "+".join(parts), "status": last["status"],
+                     "reference_parts": "+".join(parts), "pair": last["pair"], "status": last["status"],
                      "fit_epoch": fit_epoch,
                      "last_trained_epoch": epochs[-1]["epoch"], "last_epoch": last["epoch"],
                      "inferential": last["inferential"], "symmetric": last["symmetric"],
@@ -276,6 +276,5 @@ def p1_fit_speed(run_dirs: list[Path], out: str | Path, loss_threshold: float = 
     rows = fit_speed_rows([Path(d) for d in run_dirs], loss_threshold, early_epoch)
     if not rows:
         raise ConfigError("figure p1-fit-speed: needs composite-task (P1) runs with logged epochs and an evaluation")
-    pairs = " / ".join(sorted({_probe_pair(rundir.read_config(Path(d))) for d in run_dirs
-                               if _composite_config(Path(d)) is not None}))
+    pairs = " / ".join(sorted({r["pair"] for r in rows}))
     return save_figure(plot_fit_speed(rows, loss_threshold, pair=pairs), rows, Path(out), "p1-fit-speed")
