@@ -289,22 +289,27 @@ def test_failed_sweep_exits_1_and_names_each_failure(tmp_path, capsys):
 # One writer per run directory
 
 
-def test_a_second_writer_is_refused_and_a_stale_lock_taken_over(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    (tmp_path / "good.toml").write_text(TINY_ANCHOR_TOML)
-    argv = CLI + ["train", "good.toml", "--set", "train.epochs=400", "--out", "r"]
-    first = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+def _second_writer_refused(argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+    """Start ``argv`` (a long run into ``cwd``/r), wait for its writer lock, and check that the same command run
+    again is refused with one line naming the first writer's pid; the first is then killed (its lock left)."""
+    first = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         for _ in range(600):
-            if (tmp_path / "r" / rundir.LOCK).exists() and (tmp_path / "r" / rundir.LOCK).read_text():
+            if (cwd / "r" / rundir.LOCK).exists() and (cwd / "r" / rundir.LOCK).read_text():
                 break
             time.sleep(0.1)
-        second = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+        second = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
         assert second.returncode == 2 and len(second.stderr.strip().splitlines()) == 1, second.stderr
         assert f"another process (pid {first.pid}" in second.stderr
     finally:
         first.send_signal(signal.SIGKILL)  # its lock is left behind: stale
         first.wait()
+
+
+def test_a_second_writer_is_refused_and_a_stale_lock_taken_over(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    (tmp_path / "good.toml").write_text(TINY_ANCHOR_TOML)
+    _second_writer_refused(CLI + ["train", "good.toml", "--set", "train.epochs=400", "--out", "r"], tmp_path, env)
     (tmp_path / "r" / rundir.CKPT_DIR / ".resume.safetensors.tmp").write_bytes(b"half")  # a kill's debris
     assert (tmp_path / "r" / rundir.LOCK).exists()
     with rundir.writer_lock(tmp_path / "r"):  # the dead writer's lock is taken over, the debris removed
@@ -443,19 +448,8 @@ def test_threads_are_not_part_of_a_seq2seq_runs_identity(tmp_path):
 
 def test_a_second_seq2seq_writer_is_refused(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    argv = CLI + ["seq2seq", *_sets([*S2S_TINY, "train.epochs=100000"]), "--out", "r"]
-    first = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    try:
-        for _ in range(600):
-            if (tmp_path / "r" / rundir.LOCK).exists() and (tmp_path / "r" / rundir.LOCK).read_text():
-                break
-            time.sleep(0.1)
-        second = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
-        assert second.returncode == 2 and len(second.stderr.strip().splitlines()) == 1, second.stderr
-        assert f"another process (pid {first.pid}" in second.stderr
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.wait()
+    _second_writer_refused(CLI + ["seq2seq", *_sets([*S2S_TINY, "train.epochs=100000"]), "--out", "r"], tmp_path,
+                           env)
     assert not (tmp_path / "r" / rundir.FAILED).exists()  # the refused writer wrote nothing
 
 

@@ -107,18 +107,21 @@ def test_a_resumed_session_replaces_the_steps_it_runs_again(tmp_path):
         == [(0, 7.0)]
 
 
-def _interrupt_after_an_evaluation(monkeypatch, step):
-    """The run stops right after its evaluation at ``step`` is logged, before the epoch's state is saved: it
-    will resume from the last epoch's state, with evaluations logged after it."""
+def _resume_after_an_interrupt(monkeypatch, run, run_dir, step):
+    """Run ``run(run_dir)`` so that it stops right after its evaluation at ``step`` is logged, before the epoch's
+    state is saved, then run it again: it resumes from the last saved state and logs the evaluations after it."""
     real = tracking.log_metrics
 
-    def log_metrics(run_dir, record, **kw):
-        real(run_dir, record, **kw)
+    def log_metrics(d, record, **kw):
+        real(d, record, **kw)
         if record["step"] == step:
             raise KeyboardInterrupt
 
     monkeypatch.setattr(tracking, "log_metrics", log_metrics)
-    return real
+    with pytest.raises(KeyboardInterrupt):
+        run(run_dir)
+    monkeypatch.setattr(tracking, "log_metrics", real)
+    run(run_dir)
 
 
 def _assert_events_match_metrics(run, tags):
@@ -144,11 +147,8 @@ def test_lm_run_writes_tensorboard_and_resumes_without_repeated_steps(tmp_path, 
     _assert_events_match_metrics(tmp_path / "ref", tags)
     assert {"train_loss_stories", "train_acc_prontoqa", "emb_cos_stories_all"} <= set(_accumulator(tmp_path / "ref")
                                                                                      .Tags()["scalars"])
-    real = _interrupt_after_an_evaluation(monkeypatch, step=9)  # steps 6 and 9 logged, the state of step 5 kept
-    with pytest.raises(KeyboardInterrupt):
-        train_lm(cfg, tmp_path / "r", show_progress=False)
-    monkeypatch.setattr(tracking, "log_metrics", real)
-    train_lm(cfg, tmp_path / "r", show_progress=False)
+    # steps 6 and 9 logged, the state of step 5 kept
+    _resume_after_an_interrupt(monkeypatch, lambda d: train_lm(cfg, d, show_progress=False), tmp_path / "r", step=9)
     assert rundir.read_metrics(tmp_path / "r") == rundir.read_metrics(tmp_path / "ref")
     _assert_events_match_metrics(tmp_path / "r", tags)
 
@@ -162,11 +162,9 @@ def test_seq2seq_run_writes_tensorboard_and_resumes_without_repeated_steps(tmp_p
     train_seq2seq(cfg, tmp_path / "ref", show_progress=False)
     tags = ("train_loss", "test_loss", "em_train", "em_test", "lr", "grad_norm")
     _assert_events_match_metrics(tmp_path / "ref", tags)
-    real = _interrupt_after_an_evaluation(monkeypatch, step=10)  # step 10 logged, the state of step 9 kept
-    with pytest.raises(KeyboardInterrupt):
-        train_seq2seq(cfg, tmp_path / "r", show_progress=False)
-    monkeypatch.setattr(tracking, "log_metrics", real)
-    train_seq2seq(cfg, tmp_path / "r", show_progress=False)
+    # step 10 logged, the state of step 9 kept
+    _resume_after_an_interrupt(monkeypatch, lambda d: train_seq2seq(cfg, d, show_progress=False), tmp_path / "r",
+                               step=10)
     assert rundir.read_metrics(tmp_path / "r") == rundir.read_metrics(tmp_path / "ref")
     _assert_events_match_metrics(tmp_path / "r", tags)
 
@@ -200,10 +198,6 @@ def test_anchor_run_resumes_without_repeated_tensorboard_steps(tmp_path, monkeyp
 
     run(tmp_path / "ref")
     steps = [r["step"] for r in rundir.read_metrics(tmp_path / "ref")]
-    real = _interrupt_after_an_evaluation(monkeypatch, step=steps[3])  # epoch 3 logged, the state of epoch 2 kept
-    with pytest.raises(KeyboardInterrupt):
-        run(tmp_path / "r")
-    monkeypatch.setattr(tracking, "log_metrics", real)
-    run(tmp_path / "r")
+    _resume_after_an_interrupt(monkeypatch, run, tmp_path / "r", step=steps[3])  # epoch 3 logged, epoch 2's state kept
     assert rundir.read_metrics(tmp_path / "r") == rundir.read_metrics(tmp_path / "ref")
     _assert_events_match_metrics(tmp_path / "r", ("train_loss", "seen_test_acc", "unseen_symmetric_acc", "lr"))
