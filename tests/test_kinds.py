@@ -115,3 +115,18 @@ def test_training_logs_the_kinds_weight_metrics_or_the_given_ones(tmp_path):
     train(cfg, tmp_path / "b", show_progress=False)  # GPT on the composite task: the P1 mechanism scalars
     assert "wq0_n_groups" in rundir.read_metrics(tmp_path / "b")[-1]
     assert json.loads((tmp_path / "b" / rundir.CONFIG).read_text()) == cfg.to_dict()
+
+
+@pytest.mark.parametrize(("figure_name", "other"), [("p2-fig1", "lm"), ("p1-fig6", "seq2seq")])
+def test_a_figure_of_one_kind_on_a_run_of_another_is_one_line_naming_both(tmp_path, figure_name, other):
+    from anchorlab.figures import draw
+
+    d = tmp_path / "run"
+    d.mkdir()
+    rundir.write_json(d / rundir.CONFIG, tiny_config().to_dict())  # an anchor-task run
+    with pytest.raises(ConfigError, match=rf"^figure {figure_name}: .*run is not .*`anchorlab {other}`.* run \(it "
+                                          r"holds a run of kind 'anchor'\)$"):
+        draw(figure_name, [d], tmp_path / "fig")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match=rf"^figure {figure_name}: .*empty is not a run directory"):
+        draw(figure_name, [tmp_path / "empty"], tmp_path / "fig")

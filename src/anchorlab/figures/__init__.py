@@ -46,6 +46,22 @@ def figure(name: str, sources: str, help: str) -> Callable[[FigureFn], FigureFn]
     return register
 
 
+def config_of_kind(run_dir: Path, name: str, cls: type, what: str) -> Any:
+    """The config of ``run_dir`` for figure ``name``, which must be a ``cls`` (``what``: "an `anchorlab lm`"...);
+    anything else is one ConfigError naming the directory and what it holds."""
+    from anchorlab import kinds, rundir
+    from anchorlab.config import ConfigError
+
+    try:
+        cfg = rundir.read_config(run_dir)
+    except (ConfigError, FileNotFoundError) as e:
+        raise ConfigError(f"figure {name}: {run_dir} is not a run directory ({e})") from None
+    if not isinstance(cfg, cls):
+        kind = kinds.kind_of(cfg).name
+        raise ConfigError(f"figure {name}: {run_dir} is not {what} run (it holds a run of kind {kind!r})")
+    return cfg
+
+
 def split_source(source: str | Path) -> tuple[Path, int | None]:
     """``(directory, step)`` of a figure source: ``RUN_DIR@STEP`` names the kept checkpoint at STEP, anything
     else has no step. A path that exists as a directory is taken whole, even with an ``@`` in its name."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from anchorlab import rundir
 from anchorlab.config import ConfigError
-from anchorlab.figures import figure, save_figure
+from anchorlab.figures import config_of_kind, figure, save_figure
 from anchorlab.plotting import real_tasks as P
 from anchorlab.text.seq2seq_config import Seq2SeqRunConfig
 
@@ -31,12 +31,7 @@ def _runs(runs: list[Path], name: str) -> list[tuple[Seq2SeqRunConfig, list[dict
     """(config, metrics history, data.json, dir) of every run with at least one evaluation."""
     out = []
     for d in runs:
-        try:
-            cfg = rundir.read_config(d)
-        except (ConfigError, FileNotFoundError) as e:
-            raise ConfigError(f"figure {name}: {d} is not a run directory ({e})") from None
-        if not isinstance(cfg, Seq2SeqRunConfig):
-            raise ConfigError(f"figure {name}: {d} is not a real-task (seq2seq) run")
+        cfg = config_of_kind(d, name, Seq2SeqRunConfig, "a real-task (`anchorlab seq2seq`)")
         hist = rundir.read_metrics(d)
         if hist:
             out.append((cfg, hist, rundir.read_json(d / "data.json"), d))

@@ -13,7 +13,7 @@ from typing import Any
 
 from anchorlab import rundir
 from anchorlab.config import ConfigError
-from anchorlab.figures import figure, save_figure
+from anchorlab.figures import config_of_kind, figure, save_figure
 from anchorlab.plotting import text as P
 from anchorlab.text.config import LMRunConfig
 from anchorlab.text.mix import SOURCES
@@ -22,13 +22,7 @@ from anchorlab.text.mix import SOURCES
 def _runs(runs: list[Path], name: str) -> list[tuple[LMRunConfig, list[dict[str, Any]], Path]]:
     out = []
     for d in runs:
-        try:
-            cfg = rundir.read_config(d)
-        except (ConfigError, FileNotFoundError) as e:
-            raise ConfigError(f"figure {name}: {d} is not an `anchorlab lm` run directory ({e})") from None
-        if not isinstance(cfg, LMRunConfig):
-            raise ConfigError(f"figure {name}: {d} is not an `anchorlab lm` run directory (it holds an "
-                              f"anchor-task run)")
+        cfg = config_of_kind(d, name, LMRunConfig, "an `anchorlab lm`")
         hist = rundir.read_metrics(d)
         if not hist:
             raise ConfigError(f"figure {name}: {d} has no evaluations in metrics.jsonl yet")
