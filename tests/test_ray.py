@@ -55,7 +55,7 @@ def _die_once(run_dir: Path, epoch: int, marker: Path) -> Callable[[], None]:
                 at_epoch = step is not None and step == epoch * total // cfg.train.epochs  # events count steps
                 if at_epoch and Path(d) == run_dir and not marker.exists():
                     step0 = rundir.checkpoint_path(d, 0).stat().st_mtime_ns
-                    marker.write_text(json.dumps({"pid": os.getpid(), "step0_mtime": step0}))
+                    marker.write_text(json.dumps({"pid": os.getpid(), "step0_mtime": step0, "nice": os.nice(0)}))
                     os.kill(os.getpid(), signal.SIGKILL)
 
             return train_reporting(cfg, d, put_or_die)
@@ -97,6 +97,7 @@ def test_2x2_sweep_on_a_local_ray_cluster_equals_plain_training(tmp_path, ray_en
     # the killed run was retried, resumed (step 0 not rewritten) and ends exactly as the uninterrupted one
     killed = json.loads(marker.read_text())
     assert killed["pid"] != os.getpid() and results[0].error is None
+    assert killed["nice"] == os.nice(0)  # the local cluster's workers run at the driver's priority, not Ray's +15
     assert rundir.checkpoint_path(tmp_path / "long", 0).stat().st_mtime_ns == killed["step0_mtime"]
     assert {k: results[0].summary[k] for k in SUMMARY_NUMBERS} == {k: plain[k] for k in SUMMARY_NUMBERS}
     for name in (rundir.METRICS, rundir.EPOCHS):

@@ -41,6 +41,19 @@ def _fields(r: RunResult) -> tuple[dict[str, Any] | None, str | None]:
     return r.summary, r.error
 
 
+def _init_local(ray: Any, options: dict[str, Any]) -> None:
+    """Start a local cluster whose workers run at this process's priority, as the process back-end's do: Ray
+    lowers its workers' priority by 15 by default (``RAY_worker_niceness``), so on a machine where anything else
+    runs a Ray sweep would crawl. A value the user set in the environment is kept."""
+    key, before = "RAY_worker_niceness", os.environ.get("RAY_worker_niceness")
+    os.environ.setdefault(key, "0")
+    try:
+        ray.init(**options)
+    finally:  # the raylet has read it by now; the caller's environment is left as it was
+        if before is None:
+            os.environ.pop(key, None)
+
+
 def run_ray(todo: list[Job], progress: SweepProgress, address: str | None = None,
             num_gpus: float = 0.0, max_retries: int = 3, init_options: dict[str, Any] | None = None,
             poll_seconds: float = 0.5) -> list[RunResult]:
@@ -63,7 +76,10 @@ def run_ray(todo: list[Job], progress: SweepProgress, address: str | None = None
         options = {"include_dashboard": False, "log_to_driver": False, **(init_options or {})}
         if address is not None:
             options = {k: v for k, v in options.items() if k in ("log_to_driver", "runtime_env", "namespace")}
-        ray.init(address=address, **options)
+        if address is None:
+            _init_local(ray, options)
+        else:
+            ray.init(address=address, **options)
         started = True
     try:
         queue = Queue(actor_options={"num_cpus": 0})
