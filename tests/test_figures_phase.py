@@ -74,6 +74,9 @@ def test_p1_fit_speed_places_each_run_at_its_first_epoch_below_the_threshold(tmp
     _epochs(fast, [4.7, 0.9, 0.01])                      # below 1.0 at epoch 2
     slow = fake_run(tmp_path / "slow", 0.8, 1, CURVES[(0.8, 1)], done=True)
     _epochs(slow, [4.7, 4.0, 3.0, 1.5, 0.99, 0.2])       # below 1.0 at epoch 5; below 2.0 at epoch 4
+    mech = {"wq0_n_groups": 5.0, "stable_rank/blocks.0.attn.W_Q": 1.1, "embed_cov_top_share": 0.13}
+    recs = [{**r, **(mech if r["epoch"] == 6 else {})} for r in rundir.read_metrics(slow)]
+    (slow / rundir.METRICS).write_text("".join(json.dumps(r) + "\n" for r in recs))  # as training logs them
     stuck = fake_run(tmp_path / "stuck", 0.8, 2, CURVES[(0.8, 1)], done=True)
     _epochs(stuck, [4.7, 4.6, 4.5])                      # finished on the plateau: "not fitted", kept
     early = fake_run(tmp_path / "early", 0.8, 3, CURVES[(0.8, 1)][:1], done=False)
@@ -91,6 +94,10 @@ def test_p1_fit_speed_places_each_run_at_its_first_epoch_below_the_threshold(tmp
     assert (float(rows["slow"]["early_inferential"]), float(rows["slow"]["early_seen_test"])) == (0.93, 0.97)
     assert float(rows["slow"]["early_ratio"]) == pytest.approx(0.93 / 0.97)
     assert rows["fast"]["early_ratio"] == "" and rows["fast"]["early_epoch"] == "6"  # not evaluated at epoch 6
+    # with the mechanism scalars logged at that evaluation (none where not logged)
+    assert [float(rows["slow"][k]) for k in ("early_wq0_groups", "early_wq0_stable_rank", "early_embed_top_share")] \
+        == [5.0, 1.1, 0.13]
+    assert rows["fast"]["early_wq0_groups"] == rows["stuck"]["early_embed_top_share"] == ""
     loose = draw("p1-fit-speed", [slow], tmp_path / "o2", loss_threshold=2.0, early_epoch=3)
     row = next(csv.DictReader(open(loose.with_suffix(".csv"))))
     assert row["fit_epoch"] == "4" and float(row["early_ratio"]) == pytest.approx(0.40 / 0.60)

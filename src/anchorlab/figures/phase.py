@@ -222,6 +222,11 @@ def p1_fig14(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = Fals
     return _save_grid(fig, g, metrics, Path(out), "p1-fig14", lambda xv, yv: {"peak_lr": yv, "weight_decay": xv})
 
 
+# The weight-only mechanism scalars training logs (anchorlab.analysis.summary), read at the early epoch too
+EARLY_MECHANISM_KEYS = {"early_wq0_groups": "wq0_n_groups", "early_wq0_stable_rank": "stable_rank/blocks.0.attn.W_Q",
+                        "early_embed_top_share": "embed_cov_top_share"}
+
+
 def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoch: int = 6) -> list[dict[str, Any]]:
     """One row per composite-task run with logged epochs and at least one evaluation: its identity (model,
     d_model, γ, std of W_Q, peak-LR multiplier, precision, seed, which draws came from a reference file), the
@@ -229,7 +234,9 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoc
     if none did by ``last_trained_epoch``; an unfinished run that has not fitted yet is left out), and the
     held-out pair's accuracies at the last evaluation (and the best inferential one over all evaluations).
     The early readout: the inferential accuracy and the seen pairs' test accuracy at the evaluation of epoch
-    ``early_epoch`` and ``early_ratio``, the first over the second (None where that epoch was not evaluated).
+    ``early_epoch`` and ``early_ratio``, the first over the second (None where that epoch was not evaluated),
+    with the mechanism scalars logged then (:data:`EARLY_MECHANISM_KEYS`: W_Q⁰ neuron groups at cosine 0.7 and
+    stable rank, P1 Fig. 5 and 13; top eigenvalue share of the item embeddings' covariance; None where not logged).
     The question it serves: does how long a run stays on the loss plateau before fitting predict which
     answer it gives, and can an early evaluation tell (docs/p1_fit_speed.md)?"""
     rows = []
@@ -243,6 +250,7 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoc
             continue  # still on the plateau and still training: nothing to place yet
         parts = sorted(cfg.task.reference_parts) if getattr(cfg.task, "reference", "") else []
         early = next((e for e in evals if e["epoch"] == early_epoch), None)
+        logged = next((r for r in rundir.read_metrics(d) if r.get("epoch") == early_epoch), {})
         early_inf = None if early is None or early["inferential"] is None else float(early["inferential"])
         early_seen = None if early is None or early["seen_test"] is None else float(early["seen_test"])
         rows.append({"run_id": d.name, "model": last["model"], "d_model": last["d_model"], "gamma": last["gamma"],
@@ -255,7 +263,8 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoc
                      "seen_test": last["seen_test"],
                      "best_inferential": max(float(e["inferential"]) for e in evals if e["inferential"] is not None),
                      "early_epoch": early_epoch, "early_inferential": early_inf, "early_seen_test": early_seen,
-                     "early_ratio": None if early_inf is None or not early_seen else early_inf / early_seen})
+                     "early_ratio": None if early_inf is None or not early_seen else early_inf / early_seen,
+                     **{k: logged.get(key) for k, key in EARLY_MECHANISM_KEYS.items()}})
     return rows
 
 
