@@ -39,11 +39,13 @@ def test_three_batched_runs_equal_three_runs_alone(tmp_path):
         ha, hb = rundir.read_metrics(a), rundir.read_metrics(b)
         assert [r["step"] for r in ha] == [r["step"] for r in hb]
         for ra, rb in zip(ha, hb):
+            assert set(ra) == set(rb) and "stable_rank/blocks.0.attn.W_Q" in ra  # the mechanism scalars too
             assert ra["lr"] == rb["lr"]
             if ra["epoch_train_loss"] is not None:
                 assert rb["epoch_train_loss"] == pytest.approx(ra["epoch_train_loss"], rel=1e-5)
             assert rb["train_loss"] == pytest.approx(ra["train_loss"], rel=1e-5)
             assert rb["seen_train_acc"] == pytest.approx(ra["seen_train_acc"], abs=2e-3)
+            assert rb["embed_cov_top_share"] == pytest.approx(ra["embed_cov_top_share"], rel=1e-3)
         assert batched[k]["final_train_loss"] == pytest.approx(alone["final_train_loss"], rel=1e-5)
         for key in ("n_params", "steps", "run_id", "std_W_Q", "seeds", "n_train", "environment"):
             assert batched[k][key] == alone[key]

@@ -46,7 +46,7 @@ from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
 from anchorlab.schedule import lr_at
 from anchorlab.tasks import TaskData, make_task_data
-from anchorlab.train import batch_order, build_initialized_model, make_summary
+from anchorlab.train import batch_order, build_initialized_model, default_weight_metrics, make_summary
 
 # Called after every epoch with (run index, optimizer steps done, the run's total steps, latest metrics).
 BatchedProgressFn = Callable[[int, int, int, dict[str, Any]], None]
@@ -359,6 +359,9 @@ def _eval_record(cfg: RunConfig, run_dir: Path, track: tracking.Session, model: 
     m = evaluate(model, data, all_x, all_y, cfg.task, cfg.train.eval_batch_size, amp)
     rec = {"step": step, "epoch": epoch, "lr": lr_at(step, cfg.train, steps_per_epoch),
            "epoch_train_loss": train_loss, **m}
+    extra = default_weight_metrics(cfg)  # the mechanism scalars, as train() logs them
+    if extra is not None:
+        rec.update(extra(model))
     rundir.append_metrics(run_dir, rec)
     track.log(rec)  # TensorBoard (+ W&B if ANCHORLAB_WANDB=1)
     return rec
