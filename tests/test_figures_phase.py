@@ -64,6 +64,12 @@ def test_p1_curves_takes_a_sweep_directory_and_refuses_runs_without_evaluations(
         draw("p1-curves", [empty], tmp_path / "o2")
 
 
+def _png_width(path):
+    import struct
+
+    return struct.unpack(">I", path.read_bytes()[16:20])[0]  # the IHDR width of a PNG
+
+
 def _epochs(d, losses):
     (d / rundir.EPOCHS).write_text("".join(json.dumps({"epoch": e + 1, "step": 10 * (e + 1), "train_loss": x}) + "\n"
                                            for e, x in enumerate(losses)))
@@ -98,8 +104,11 @@ def test_p1_fit_speed_places_each_run_at_its_first_epoch_below_the_threshold(tmp
     assert [float(rows["slow"][k]) for k in ("early_wq0_groups", "early_wq0_stable_rank", "early_embed_top_share")] \
         == [5.0, 1.1, 0.13]
     assert rows["fast"]["early_wq0_groups"] == rows["stuck"]["early_embed_top_share"] == ""
+    # a fourth panel where a run has the embedding share: the figure is wider than the three-panel one below
     loose = draw("p1-fit-speed", [slow], tmp_path / "o2", loss_threshold=2.0, early_epoch=3)
     row = next(csv.DictReader(open(loose.with_suffix(".csv"))))
+    assert row["early_embed_top_share"] == ""  # nothing logged at epoch 3: three panels
+    assert _png_width(png) > _png_width(loose) * 1.2
     assert row["fit_epoch"] == "4" and float(row["early_ratio"]) == pytest.approx(0.40 / 0.60)
     for bad in ({"early_epoch": 0}, {"early_epoch": "x"}, {"loss_threshold": -1.0}, {"loss_threshold": "a"}):
         with pytest.raises(ConfigError, match="p1-fit-speed: option"):

@@ -178,7 +178,8 @@ def plot_fit_speed(rows: Sequence[dict[str, Any]], loss_threshold: float, pair: 
     1 marked). Colour = γ, marker = d_model; a run not fitted by its last epoch is hollow at the right edge; a
     run on a reference file's draws is ringed in black. Each row: ``{"gamma", "d_model", "fit_epoch" (or
     None), "last_trained_epoch", "inferential", "symmetric", "reference_parts"}`` and optionally
-    ``"early_ratio"``, ``"early_epoch"``."""
+    ``"early_ratio"``, ``"early_epoch"`` and ``"early_embed_top_share"`` (a fourth panel where any run has it:
+    the top eigenvalue's share of the trace of the item embeddings' covariance at the early evaluation)."""
     import numpy as np
 
     gammas = sorted({r["gamma"] for r in rows})
@@ -197,6 +198,11 @@ def plot_fit_speed(rows: Sequence[dict[str, Any]], loss_threshold: float, pair: 
         top = max(2.0, *(float(r["early_ratio"]) for r in early)) * 1.5
         panels.append(("early_ratio", f"at epoch {early[0]['early_epoch']}: inferential {pair}\n"
                        "over seen pairs' test accuracy (log)", (floor * 0.8, top)))
+    shares = [float(r["early_embed_top_share"]) for r in rows if r.get("early_embed_top_share") is not None]
+    if shares:
+        epoch = next(r["early_epoch"] for r in rows if r.get("early_embed_top_share") is not None)
+        panels.append(("early_embed_top_share", f"at epoch {epoch}: top eigenvalue share of\n"
+                       "the item embeddings' covariance", (0.0, max(shares) * 1.15)))
     rng = np.random.default_rng(0)
     jitter = {id(r): rng.uniform(-0.25, 0.25) for r in rows}
     with style():
