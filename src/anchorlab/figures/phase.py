@@ -273,9 +273,10 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoc
 def p1_fit_speed(run_dirs: list[Path], out: str | Path, loss_threshold: float = 1.0, early_epoch: int = 6) -> Path:
     """Per composite-task run (:func:`fit_speed_rows`): x = the first epoch whose mean training loss fell below
     ``loss_threshold`` (runs that had not, at the right edge, hollow), y = the held-out pair's inferential
-    (left panel) and symmetric (middle) accuracy at the run's last evaluation, and (right, where evaluated) the
-    early ratio: inferential over seen-pair test accuracy at epoch ``early_epoch``; colour = γ, marker =
-    d_model, runs trained on a reference file's draws ringed. Reads only ``epochs.jsonl`` and ``metrics.jsonl``."""
+    (first panel) and symmetric (second) accuracy at the run's last evaluation, and, where evaluated, the early
+    ratio (third: inferential over seen-pair test accuracy at epoch ``early_epoch``) and the item embeddings'
+    top covariance share then (fourth, where logged); colour = γ, marker = d_model, runs trained on a reference
+    file's draws ringed. Reads only ``epochs.jsonl`` and ``metrics.jsonl``."""
     from anchorlab.plotting.figures import plot_fit_speed
 
     if not isinstance(loss_threshold, (int, float)) or isinstance(loss_threshold, bool) or not loss_threshold > 0:
