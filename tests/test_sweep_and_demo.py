@@ -248,3 +248,34 @@ def test_demo_states_the_committed_fit_speed_split(tmp_path):
     assert "the 1 leaning inferential at epoch 19 " in text
     (tmp_path / "one.csv").write_text(head + "a,5,0.01\n")
     assert fit_speed_text(tmp_path / "one.csv") == "" and fit_speed_text(tmp_path / "none.csv") == ""
+
+
+def test_demo_states_the_committed_decomposition(tmp_path):
+    """The demo's paper-config block says which draws set the answer, from the committed reference-parts runs:
+    the latest evaluation of the longest-trained run of each crossing; nothing unless both crossings are there."""
+    from anchorlab import rundir
+    from anchorlab.demo import REFERENCE_PARTS, decomposition_text
+
+    committed = decomposition_text()  # the fp32 mirror run, the longest-trained of its crossing; the data-only run
+    mirror = rundir.read_metrics(REFERENCE_PARTS / "mirror_fp32")[-1]
+    assert (f"our seed-3 data from the authors' init and order gives (4,3) inferential "
+            f"{mirror['unseen_inferential_acc']:.3f}") in committed and f"after epoch {mirror['epoch']};" in committed
+    assert "the authors' data from our seed-3 init and order gives (4,3) inferential 0.004, symmetric 0.958" \
+        in committed
+
+    def run(name, parts, evals):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps({"task": {"reference": "f.npz", "reference_parts": parts}}))
+        (d / "metrics.jsonl").write_text("".join(json.dumps({"step": 10 * e, "epoch": e, "unseen_inferential_acc": i,
+                                                             "unseen_symmetric_acc": y}) + "\n" for e, i, y in evals))
+
+    run("a", ["data"], [(0, 0.0, 0.0), (3, 0.1, 0.9)])
+    assert decomposition_text(tmp_path) == ""  # one crossing only
+    run("b", ["order", "init"], [(0, 0.0, 0.0), (3, 0.2, 0.1)])
+    run("c", ["init", "order"], [(0, 0.0, 0.0), (6, 0.8, 0.0)])  # trained longer: this one is said
+    run("d", ["init"], [(9, 0.5, 0.5)])  # another crossing: not said
+    text = decomposition_text(tmp_path)
+    assert "authors' init and order gives (4,3) inferential 0.800, symmetric 0.000 after epoch 6" in text
+    assert "our seed-3 init and order gives (4,3) inferential 0.100, symmetric 0.900 after epoch 3" in text
+    assert decomposition_text(tmp_path / "none") == ""
