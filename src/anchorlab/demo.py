@@ -189,11 +189,9 @@ def decomposition_text(root: Path = REFERENCE_PARTS) -> str:
     """One line from the committed runs that take some draws from the authors' recording and the rest from our
     seed (docs/p1_both_sides.md): the latest evaluation of the longest-trained run with only the authors' data,
     and of the one with only their init and batch order; "" unless both are there."""
-    import json
-
     latest: dict[str, dict[str, Any]] = {}
     for cfg_path in sorted(root.glob("*/config.json")) if root.is_dir() else []:
-        task = json.loads(cfg_path.read_text()).get("task", {})
+        task = rundir.read_json(cfg_path).get("task", {})
         parts = "+".join(sorted(task.get("reference_parts", []))) if task.get("reference") else ""
         evals = rundir.read_metrics(cfg_path.parent)
         if parts in ("data", "init+order") and evals and evals[-1]["epoch"] > latest.get(parts, {"epoch": -1})["epoch"]:
