@@ -103,8 +103,9 @@ def curve_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
     return [r for rows in _curve_runs(run_dirs) for r in rows]
 
 
-def _curve_runs(run_dirs: list[Path]) -> list[list[dict[str, Any]]]:
-    """:func:`curve_rows` per run (runs with no evaluation left out), so two runs of one name stay apart."""
+def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None) -> list[list[dict[str, Any]]]:
+    """:func:`curve_rows` per run (runs with no evaluation left out), so two runs of one name stay apart; each
+    row also carries ``extra`` (column → logged key; None where not logged)."""
     from anchorlab.init import init_std
 
     runs = []
@@ -119,7 +120,8 @@ def _curve_runs(run_dirs: list[Path]) -> list[list[dict[str, Any]]]:
                 "status": "done" if rundir.is_done(d) else "unfinished", "pair": _probe_pair(cfg)}
         rows = [{**head, "epoch": r["epoch"], "step": r["step"],
                  **{k: r.get(key) for k, key in CURVE_KEYS.items()},
-                 **{k: r[key] for k, key in CURVE_EXTRA_KEYS.items() if key in r}}
+                 **{k: r[key] for k, key in CURVE_EXTRA_KEYS.items() if key in r},
+                 **{k: r.get(key) for k, key in (extra or {}).items()}}
                 for r in rundir.read_metrics(d) if CURVE_KEYS["inferential"] in r]
         if rows:
             runs.append(((head["model"], head["d_model"], head["gamma"], head["precision"], head["seed"], str(d)),
@@ -240,7 +242,7 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoc
     The question it serves: does how long a run stays on the loss plateau before fitting predict which
     answer it gives, and can an early evaluation tell (docs/p1_fit_speed.md)?"""
     rows = []
-    for rows_of_run, d in ((r, Path(d)) for d in run_dirs if (r := _curve_runs([Path(d)]))):
+    for rows_of_run, d in ((r, Path(d)) for d in run_dirs if (r := _curve_runs([Path(d)], EARLY_MECHANISM_KEYS))):
         evals, cfg = rows_of_run[0], rundir.read_config(d)
         epochs = rundir.read_metrics(d, rundir.EPOCHS)
         if not epochs:
@@ -250,7 +252,6 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoc
             continue  # still on the plateau and still training: nothing to place yet
         parts = sorted(cfg.task.reference_parts) if getattr(cfg.task, "reference", "") else []
         early = next((e for e in evals if e["epoch"] == early_epoch), None)
-        logged = next((r for r in rundir.read_metrics(d) if r.get("epoch") == early_epoch), {})
         early_inf = None if early is None or early["inferential"] is None else float(early["inferential"])
         early_seen = None if early is None or early["seen_test"] is None else float(early["seen_test"])
         rows.append({"run_id": d.name, "model": last["model"], "d_model": last["d_model"], "gamma": last["gamma"],
@@ -264,7 +265,7 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoc
                      "best_inferential": max(float(e["inferential"]) for e in evals if e["inferential"] is not None),
                      "early_epoch": early_epoch, "early_inferential": early_inf, "early_seen_test": early_seen,
                      "early_ratio": None if early_inf is None or not early_seen else early_inf / early_seen,
-                     **{k: logged.get(key) for k, key in EARLY_MECHANISM_KEYS.items()}})
+                     **{k: None if early is None else early[k] for k in EARLY_MECHANISM_KEYS}})
     return rows
 
 
