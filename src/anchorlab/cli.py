@@ -45,12 +45,22 @@ def _sources(sources: list[str]) -> None:
 def _train(a: argparse.Namespace) -> int:  # `train`, `lm` and `seq2seq`: one run of that kind
     from anchorlab.sweep import check_out_dir
 
-    if a.config is None and not a.set:  # never start the day-long paper-scale default by accident
+    source = getattr(a, "from_run", None)
+    if a.config is None and not a.set and source is None:  # never start the day-long paper-scale default by accident
         a.parser.print_help()
         return 2
     kind = KINDS[a.cmd if a.cmd in ("lm", "seq2seq") else "anchor"]
-    cfg = kind.get("load_config")(a.config, a.set)
-    out = check_out_dir(Path(a.out) if a.out else Path("runs") / cfg.run_id())
+    if source is not None:  # a longer run of an existing one (anchorlab.extend)
+        from anchorlab.extend import longer_config, seed_longer_run
+
+        if a.config is not None:
+            raise ConfigError("--from: takes its config from the run directory; give --set train.epochs=N, no config")
+        cfg = longer_config(source, a.set)
+        out = check_out_dir(Path(a.out) if a.out else Path("runs") / cfg.run_id())
+        seed_longer_run(source, cfg, out)
+    else:
+        cfg = kind.get("load_config")(a.config, a.set)
+        out = check_out_dir(Path(a.out) if a.out else Path("runs") / cfg.run_id())
     print(f"run {out}: " + kind.get("summary_line")(cfg, kind.get("train")(cfg, out)))
     return 0
 
@@ -158,7 +168,8 @@ DRY = arg("--dry-run", action="store_true", help="print every run (done / partia
 COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]]] = {
     "train": (_train, "train one anchor-task run into a run directory", [
         arg("config", nargs="?", help="TOML run config (configs/p1, configs/p2); --set alone: the defaults"), SET,
-        OUT]),
+        OUT, arg("--from", dest="from_run", metavar="RUN_DIR", help="train that run for more epochs (--set "
+                 "train.epochs=N): a new run directory seeded from its files; it ends as an N-epoch run would")]),
     "lm": (_train, "train a γ-initialized GPT-2 on PrOntoQA + stories (P2 Fig. 1/7, P1 Fig. 7)", [
         arg("config", nargs="?", help="TOML LM config (configs/text/); --set alone: the paper-scale defaults"), SET,
         OUT]),

@@ -191,7 +191,7 @@ def open_run(run_dir: Path, cfg: Any) -> str:
         if not isinstance(stored, dict):
             raise ConfigError(f"{cfg_path}: expected a JSON object (a run config)")
         if not same_run(stored, cfg):
-            diff = _first_difference(identity(as_today(stored, cfg), cfg), identity(cfg.to_dict(), cfg))
+            diff = first_difference(identity(as_today(stored, cfg), cfg), identity(cfg.to_dict(), cfg))
             raise ConfigError(f"{diff}: {run_dir} holds a run with a different config; use another --out")
         return "done" if is_done(run_dir) else "resume"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -256,11 +256,11 @@ def with_added_defaults(stored: dict[str, Any], cfg: Any) -> dict[str, Any]:
     return out
 
 
-def _first_difference(a: Any, b: Any, prefix: str = "") -> str:
+def first_difference(a: Any, b: Any, prefix: str = "") -> str:
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
             if a.get(k) != b.get(k):
-                return _first_difference(a.get(k), b.get(k), f"{prefix}{k}.")
+                return first_difference(a.get(k), b.get(k), f"{prefix}{k}.")
     return prefix.rstrip(".") or "config"
 
 

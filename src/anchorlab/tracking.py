@@ -97,6 +97,24 @@ def write_tensorboard(run_dir: str | Path, record: dict[str, Any], session_start
     return True
 
 
+def mark_restart(run_dir: str | Path, step: int) -> bool:
+    """Append a ``SessionLog.START`` at ``step`` to the run's TensorBoard events: readers drop what was logged
+    at ``step`` and after (a run continued from an earlier point; :mod:`anchorlab.extend`). False if the run has
+    no events file or TensorBoard is absent."""
+    path = Path(run_dir) / EVENTS
+    if not path.exists() or not tensorboard_available():
+        return False
+    from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    with open(path, "ab") as f:
+        writer = RecordWriter(f)
+        writer.write(Event(wall_time=time.time(), step=step,
+                           session_log=SessionLog(status=SessionLog.START)).SerializeToString())
+        writer.flush()
+    return True
+
+
 def wandb_enabled() -> bool:
     return os.environ.get(WANDB_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 

@@ -1,0 +1,97 @@
+"""Train an anchor-task run for more epochs: a new run directory seeded from an existing run's files.
+
+Sound because nothing an anchor-task run computes depends on ``train.epochs`` except where it stops: the
+learning rate (:func:`anchorlab.schedule.lr_at`: warm-up over ``train.warmup_epochs``, cosine over
+``train.cosine_epochs``) and the batch order (:func:`anchorlab.train.batch_order`, a function of seed and epoch)
+are the same for every length, so the first E epochs of an N-epoch run *are* the E-epoch run. A run of
+``train.epochs = N`` seeded from an E-epoch run's metrics, checkpoints and resume state therefore ends exactly as
+the N-epoch run trained from step 0 (tested), in a fraction of the time. What the E-epoch run wrote only because
+E was its last epoch (an evaluation or a kept checkpoint off the cadence of ``train.eval_every`` /
+``train.checkpoint_every``) is left out of the copy; its TensorBoard events get a restart mark there, so
+TensorBoard drops that evaluation too.
+
+    anchorlab train --from runs/p1_smaller_init/f288beb7d368 --set train.epochs=36
+
+The seeded directory is complete before it appears (built under a temporary name, then renamed); from then on
+it is an ordinary unfinished run, so the same command again resumes it. The source is only read.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from anchorlab import rundir, tracking
+from anchorlab.config import ConfigError, RunConfig, from_dict
+from anchorlab.config_tools import parse_override, set_dotted
+
+
+def longer_config(source: str | Path, overrides: list[str] | tuple[str, ...]) -> RunConfig:
+    """The config of the anchor-task run in ``source`` with ``overrides`` applied: a longer run of the same
+    config. Anything but ``train.epochs`` (and execution fields such as ``train.threads``) changed, fewer or
+    equal epochs, a source that is not an anchor-task run or that stopped early: a :class:`ConfigError`."""
+    source = Path(source)
+    if not (source / rundir.CONFIG).is_file():
+        raise ConfigError(f"--from: {source} is not a run directory (no {rundir.CONFIG})")
+    old = rundir.read_config(source)
+    if not isinstance(old, RunConfig):
+        raise ConfigError(f"--from: {source} is not an anchor-task run (only those can be extended: a language "
+                          f"run's schedule depends on its length)")
+    d = old.to_dict()
+    for item in overrides:
+        set_dotted(d, *parse_override(item))
+    cfg = from_dict(d)
+    same_length = from_dict({**cfg.to_dict(), "train": {**cfg.to_dict()["train"], "epochs": old.train.epochs}})
+    if not rundir.same_run(old.to_dict(), same_length):
+        diff = rundir.first_difference(rundir.identity(old.to_dict(), old), rundir.identity(same_length.to_dict(), old))
+        raise ConfigError(f"{diff}: differs from --from {source}; a longer run may change only train.epochs")
+    if cfg.train.epochs <= old.train.epochs:
+        raise ConfigError(f"train.epochs: {cfg.train.epochs} must exceed the {old.train.epochs} epochs of "
+                          f"--from {source}")
+    trained = rundir.read_metrics(source, rundir.EPOCHS)
+    last_epoch = trained[-1]["epoch"] if trained else 0
+    if rundir.is_done(source) and last_epoch < old.train.epochs:
+        raise ConfigError(f"--from: {source} stopped early at epoch {last_epoch} (train.early_stop_loss "
+                          f"{old.train.early_stop_loss:g}); a longer run stops there too")
+    if rundir.resume_point(source) is None:
+        raise ConfigError(f"--from: {source} has no resume state ({rundir.CKPT_DIR}/{rundir.RESUME}) to continue from")
+    return cfg
+
+
+def seed_longer_run(source: str | Path, cfg: RunConfig, out: str | Path) -> bool:
+    """Make ``out`` the unfinished ``cfg`` run that continues ``source`` (checked by :func:`longer_config`).
+    Returns False, touching nothing, where ``out`` already holds a run (a second call: training resumes it)."""
+    source, out = Path(source), Path(out)
+    if (out / rundir.CONFIG).exists():
+        return False
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(f"--out: {out} is not empty and holds no run")
+    step, epoch = rundir.resume_point(source)  # type: ignore[misc]  # checked by longer_config
+    tc = cfg.train
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        (tmp / rundir.CKPT_DIR).mkdir()
+        rundir.write_json(tmp / rundir.CONFIG, cfg.to_dict())
+        off_cadence = epoch % tc.eval_every != 0  # the source evaluated its last epoch only because it was last
+        kept = [r for r in rundir.read_metrics(source) if r["step"] <= step and not (off_cadence and r["step"] == step
+                                                                                      and r["epoch"] == epoch)]
+        rundir.write_atomic(tmp / rundir.METRICS, "".join(json.dumps(r) + "\n" for r in kept))
+        epochs = [r for r in rundir.read_metrics(source, rundir.EPOCHS) if r["step"] <= step]
+        rundir.write_atomic(tmp / rundir.EPOCHS, "".join(json.dumps(r) + "\n" for r in epochs))
+        for s in rundir.checkpoint_steps(source):
+            if s < step or (s == step and epoch % tc.checkpoint_every == 0):
+                shutil.copy2(rundir.checkpoint_path(source, s), rundir.checkpoint_path(tmp, s))
+        shutil.copy2(source / rundir.CKPT_DIR / rundir.RESUME, tmp / rundir.CKPT_DIR / rundir.RESUME)
+        if (source / tracking.EVENTS).exists():
+            shutil.copy2(source / tracking.EVENTS, tmp / tracking.EVENTS)
+            if off_cadence:
+                tracking.mark_restart(tmp, step)
+        if out.exists():
+            out.rmdir()  # empty, checked above
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return True

@@ -1,0 +1,100 @@
+"""A longer run seeded from a shorter one (`anchorlab train --from RUN --set train.epochs=N`) ends exactly as the
+N-epoch run trained from step 0; anything else is refused with one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from anchorlab import rundir
+from anchorlab.cli import main
+from anchorlab.extend import longer_config, seed_longer_run
+from anchorlab.train import train
+from tests.conftest import tiny_config
+
+# evaluations and kept checkpoints every 2 epochs: the 3-epoch source evaluates and keeps epoch 3 only because
+# it is its last, which the 5-epoch run does not do
+CADENCE = {"task.data_size": 1600, "train.eval_every": 2, "train.checkpoint_every": 2}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("extend")
+    full = train(tiny_config(**CADENCE, **{"train.epochs": 5}), root / "full", show_progress=False)
+    train(tiny_config(**CADENCE, **{"train.epochs": 3}), root / "short", show_progress=False)
+    return root, full
+
+
+def _snapshot(d):
+    return {p.relative_to(d): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def test_the_longer_run_ends_as_the_uninterrupted_one(runs):
+    root, full = runs
+    before = _snapshot(root / "short")
+    cfg = longer_config(root / "short", ["train.epochs=5"])
+    assert cfg == tiny_config(**CADENCE, **{"train.epochs": 5})
+    assert seed_longer_run(root / "short", cfg, root / "ext")
+    assert not (root / "ext" / rundir.DONE).exists()  # an ordinary unfinished run until trained
+    assert [r["epoch"] for r in rundir.read_metrics(root / "ext")] == [0, 2]  # epoch 3 (off the cadence) left out
+    extended = train(cfg, root / "ext", show_progress=False)
+    assert rundir.read_metrics(root / "ext") == rundir.read_metrics(root / "full")
+    assert [r["epoch"] for r in rundir.read_metrics(root / "ext")] == [0, 2, 4, 5]
+    assert rundir.read_metrics(root / "ext", rundir.EPOCHS) == rundir.read_metrics(root / "full", rundir.EPOCHS)
+    assert rundir.checkpoint_steps(root / "ext") == rundir.checkpoint_steps(root / "full")
+    a, b = rundir.load_checkpoint(root / "ext"), rundir.load_checkpoint(root / "full")
+    assert all(torch.equal(a[k], b[k]) for k in b)
+    drop = ("wall_seconds_this_session",)
+    assert {k: v for k, v in extended.items() if k not in drop} == {k: v for k, v in full.items() if k not in drop}
+    assert _snapshot(root / "short") == before  # the source is only read
+    assert not seed_longer_run(root / "short", cfg, root / "ext")  # a second call leaves the run to resume
+
+
+def test_tensorboard_drops_the_left_out_evaluation(runs):
+    pytest.importorskip("tensorboard")
+    from tests.test_tracking import _scalars
+
+    root, _ = runs
+    if not (root / "ext" / rundir.DONE).exists():
+        test_the_longer_run_ends_as_the_uninterrupted_one(runs)
+    steps = [s for s, _ in _scalars(root / "short", "seen_test_acc")]
+    assert len(steps) == 3  # epochs 0, 2 and the last, 3
+    assert _scalars(root / "ext", "seen_test_acc") == _scalars(root / "full", "seen_test_acc")
+
+
+def test_the_cli_continues_and_resumes(runs, capsys):
+    root, _ = runs
+    out = root / "cli"
+    args = ["train", "--from", str(root / "short"), "--set", "train.epochs=4", "--out", str(out)]
+    assert main(args) == 0
+    assert [r["epoch"] for r in rundir.read_metrics(out)] == [0, 2, 4]
+    assert json.loads((out / rundir.CONFIG).read_text())["train"]["epochs"] == 4
+    assert main(args) == 0  # finished: the same command is a no-op, not a second seeding
+    assert "run " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra, field", [
+    (["--set", "train.epochs=5", "--set", "init.gamma=0.9"], "init.gamma"),
+    (["--set", "train.epochs=3"], "train.epochs"),
+    (["--set", "train.epochs=2"], "train.epochs"),
+    (["configs/p1/cbook.toml", "--set", "train.epochs=5"], "--from"),
+])
+def test_anything_but_more_epochs_is_one_line_exit_2_nothing_written(runs, tmp_path, capsys, extra, field):
+    root, _ = runs
+    out = tmp_path / "run"
+    assert main(["train", "--from", str(root / "short"), *extra, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and field in err and "Traceback" not in err
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_a_source_that_is_not_an_anchor_run_is_refused(tmp_path, capsys):
+    assert main(["train", "--from", str(tmp_path / "nothing"), "--set", "train.epochs=5"]) == 2
+    assert "--from" in capsys.readouterr().err
+    (tmp_path / "lm").mkdir()
+    (tmp_path / "lm" / rundir.CONFIG).write_text(json.dumps({"data": {}}))
+    assert main(["train", "--from", str(tmp_path / "lm"), "--set", "train.epochs=5",
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "--from" in capsys.readouterr().err and not (tmp_path / "o").exists()
