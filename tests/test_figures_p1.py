@@ -265,6 +265,22 @@ def test_a_runs_figure_draws_the_started_runs_of_a_partial_sweep(grid_sweep, tmp
         draw("p1-gamma", [tmp_path / "empty"], tmp_path / "f")
 
 
+def test_a_folder_of_runs_stands_for_its_runs(grid_sweep, tmp_path):
+    """A directory that holds run directories but is neither a run nor a sweep (runs/, a docs/ folder of copied
+    runs) stands for its runs; it used to be taken as one run and drawn as nothing. One that holds no run is
+    one clear error."""
+    import shutil
+
+    folder = tmp_path / "folder"
+    for d in sorted(p for p in grid_sweep.iterdir() if (p / "config.json").is_file()):
+        shutil.copytree(d, folder / d.name)
+    draw("p1-gamma", [folder], tmp_path / "f")
+    assert len(read_csv(tmp_path / "f" / "p1-gamma.csv")) == 3
+    (tmp_path / "nothing").mkdir()
+    with pytest.raises(ConfigError, match="holds no run"):
+        draw("p1-gamma", [tmp_path / "nothing"], tmp_path / "g")
+
+
 def test_figures_refuse_runs_they_do_not_apply_to(tmp_path):
     cfg = load_config(None, ["task.name='mem_rsn'", "task.seq_len=3", "task.data_size=2000", "model.name='emb_mlp'",
                              "model.d_model=8", "model.d_mlp=16", "train.epochs=1", "train.batch_size=200",

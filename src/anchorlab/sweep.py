@@ -252,11 +252,14 @@ def _point(point: dict[str, Any]) -> str:
 
 def run_dirs(sources: Sequence[str | Path]) -> list[Path]:
     """Run directories of ``sources``: a sweep directory (with ``sweep.json``) stands for its runs, in the
-    manifest's grid order; any other directory is taken as one run."""
-    out = []
+    manifest's grid order; a folder of runs (no ``config.json`` of its own, run directories in it, such as
+    ``runs/``) for those runs, by name; any other directory is taken as one run."""
+    out: list[Path] = []
     for s in map(Path, sources):
         if (s / MANIFEST).is_file():
             out += [s / run_id for run_id in read_manifest(s)["runs"]]
+        elif not (s / rundir.CONFIG).is_file() and (inside := sorted(d.parent for d in s.glob(f"*/{rundir.CONFIG}"))):
+            out += inside
         else:
             out.append(s)
     return out

@@ -104,6 +104,7 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
             raise ConfigError(f"figure {name}: source {source}: @STEP does not apply to this figure (it picks no "
                               f"checkpoint per run); figures that take RUN_DIR@STEP: {', '.join(takers)}")
         if r.sources == "runs":  # a sweep directory stands for its runs (those started so far)
+            from anchorlab import rundir
             from anchorlab.sweep import MANIFEST, run_dirs
             runs = run_dirs([s])
             if (s / MANIFEST).is_file():
@@ -114,6 +115,9 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
                     print(f"figure {name}: sweep {s}: drawing the {len(started)} of its {len(runs)} runs started "
                           f"so far", file=sys.stderr)
                 runs = started
+            elif runs == [s] and s.is_dir() and not (s / rundir.CONFIG).is_file():
+                raise ConfigError(f"figure {name}: source {s} holds no run (no {rundir.CONFIG}), no sweep (no "
+                                  f"{MANIFEST}) and no run directories")
         else:
             runs = [s]
         srcs += runs
