@@ -197,8 +197,8 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("sweep_dir"), arg("--out", help="CSV path (default SWEEP_DIR/summary.csv)")]),
     "figure": (_figure, "draw a paper figure from a sweep or run directory (PNG + CSV)", [
         arg("name", help="figure name; `anchorlab figure list` prints them"),
-        arg("source", nargs="*", help="sweep directory, or run directories (a sweep stands for its runs); "
-            "RUN_DIR@STEP: that run's checkpoint at STEP (wins over --step)"),
+        arg("source", nargs="*", help="sweep directory, or run directories (a sweep, or a folder of runs such as "
+            "runs/, stands for its runs); RUN_DIR@STEP: that run's checkpoint at STEP (wins over --step)"),
         arg("--out", default="figures"), arg("--best-epoch", action="store_true", help="per run, the best evaluation"),
         arg("--step", type=int, action="append", metavar="N", help="checkpoint step(s) to analyse"),
         arg("--method", choices=("pca", "tsne"), help="2-D map of the embedding figures (default pca)"),
