@@ -277,7 +277,7 @@ def test_a_folder_of_runs_stands_for_its_runs(grid_sweep, tmp_path):
     draw("p1-gamma", [folder], tmp_path / "f")
     assert len(read_csv(tmp_path / "f" / "p1-gamma.csv")) == 3
     (tmp_path / "nothing").mkdir()
-    with pytest.raises(ConfigError, match="holds no run"):
+    with pytest.raises(ConfigError, match="nothing is not a run directory: no config.json"):
         draw("p1-gamma", [tmp_path / "nothing"], tmp_path / "g")
 
 

@@ -116,8 +116,8 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
                           f"so far", file=sys.stderr)
                 runs = started
             elif runs == [s] and s.is_dir() and not (s / rundir.CONFIG).is_file():
-                raise ConfigError(f"figure {name}: source {s} holds no run (no {rundir.CONFIG}), no sweep (no "
-                                  f"{MANIFEST}) and no run directories")
+                raise ConfigError(f"figure {name}: source {s} is not a run directory: no {rundir.CONFIG}, no "
+                                  f"{MANIFEST} (a sweep) and no run directories in it")
         else:
             runs = [s]
         srcs += runs
