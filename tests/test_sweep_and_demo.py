@@ -240,7 +240,7 @@ def test_demo_states_the_committed_fit_speed_split(tmp_path):
 
     committed = fit_speed_text()
     assert "the 20 with best inferential < 0.3 fit (training loss < 1) at epochs 4-11" in committed
-    assert "the 4 leaning inferential at epochs 18-20" in committed
+    assert "the 6 leaning inferential at epochs 18-22" in committed
     head = "run_id,fit_epoch,best_inferential\n"
     (tmp_path / "t.csv").write_text(head + "a,5,0.01\nb,6,0.1\nc,19,0.8\nd,,0.9\n")  # d: not fitted, not counted
     text = fit_speed_text(tmp_path / "t.csv")
