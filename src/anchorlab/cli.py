@@ -56,11 +56,11 @@ def _train(a: argparse.Namespace) -> int:  # `train`, `lm` and `seq2seq`: one ru
         if a.config is not None:
             raise ConfigError("--from: takes its config from the run directory; give --set train.epochs=N, no config")
         cfg = longer_config(source, a.set)
-        out = check_out_dir(Path(a.out) if a.out else Path("runs") / cfg.run_id())
-        seed_longer_run(source, cfg, out)
     else:
         cfg = kind.get("load_config")(a.config, a.set)
-        out = check_out_dir(Path(a.out) if a.out else Path("runs") / cfg.run_id())
+    out = check_out_dir(Path(a.out) if a.out else Path("runs") / cfg.run_id())
+    if source is not None:
+        seed_longer_run(source, cfg, out)
     print(f"run {out}: " + kind.get("summary_line")(cfg, kind.get("train")(cfg, out)))
     return 0
 

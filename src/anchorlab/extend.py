@@ -43,7 +43,7 @@ def longer_config(source: str | Path, overrides: list[str] | tuple[str, ...]) ->
     for item in overrides:
         set_dotted(d, *parse_override(item))
     cfg = from_dict(d)
-    same_length = from_dict({**cfg.to_dict(), "train": {**cfg.to_dict()["train"], "epochs": old.train.epochs}})
+    same_length = cfg.replace(**{"train.epochs": old.train.epochs})
     if not rundir.same_run(old.to_dict(), same_length):
         diff = rundir.first_difference(rundir.identity(old.to_dict(), old), rundir.identity(same_length.to_dict(), old))
         raise ConfigError(f"{diff}: differs from --from {source}; a longer run may change only train.epochs")
