@@ -117,12 +117,39 @@ def test_can_batch_names_the_differing_field(tmp_path):
     assert can_batch([a, a.replace(**{"init.gamma": 0.9, "train.lr": 1e-2, "seeds.train_seed": 5})])
     assert batch_mismatch([a, a.replace(**{"model.d_mlp": 48})]) == "model"
     assert batch_mismatch([a, a.replace(**{"train.batch_size": 32})]) == "train.batch_size"
-    assert batch_mismatch([a, a.replace(**{"seeds.data_seed": 2})]) == "seeds.data_seed"
+    assert can_batch([a, a.replace(**{"seeds.data_seed": 2})])  # each run reads its own draw
+    assert batch_mismatch([a, a.replace(**{"task.data_size": 900})]) == "task"
     assert not can_batch([])
     with pytest.raises(ConfigError, match="train.epochs"):
         train_batched([a, a.replace(**{"train.epochs": 4})], [tmp_path / "x", tmp_path / "y"], show_progress=False)
     with pytest.raises(ValueError, match="distinct"):
         train_batched([a, a], [tmp_path / "x", tmp_path / "x"], show_progress=False)
+
+
+def test_runs_on_different_data_seeds_batch_as_alone(tmp_path):
+    """Three runs on two draws of the data (seeds 1 and 2) in one batch: each trains and is evaluated on its
+    own draw, as alone; one sweep group holds them all."""
+    from anchorlab.backends.local import batch_groups
+    from anchorlab.tasks import make_task_data
+
+    cfgs = [small(), small(**{"seeds.data_seed": 2, "seeds.init_seed": 2}),
+            small(**{"seeds.data_seed": 2, "init.gamma": 0.8, "seeds.train_seed": 4})]
+    assert batch_groups([(c, tmp_path / f"b{k}") for k, c in enumerate(cfgs)], 16) == [[0, 1, 2]]
+    d1, d2 = (make_task_data(cfgs[0].task, s) for s in (1, 2))
+    assert (d1.inputs != d2.inputs).any()  # the draws really differ
+    out = train_batched(cfgs, [tmp_path / f"b{k}" for k in range(3)], show_progress=False)
+    for k, cfg in enumerate(cfgs):
+        alone = train(cfg, tmp_path / f"a{k}", show_progress=False)
+        ha, hb = rundir.read_metrics(tmp_path / f"a{k}"), rundir.read_metrics(tmp_path / f"b{k}")
+        assert [r["step"] for r in ha] == [r["step"] for r in hb]
+        for ra, rb in zip(ha, hb):  # evaluated on its own draw: the accuracies are alone's too
+            assert rb["train_loss"] == pytest.approx(ra["train_loss"], rel=1e-5)
+            assert rb["seen_train_acc"] == pytest.approx(ra["seen_train_acc"], abs=2e-3)
+            assert rb["unseen_loss"] == pytest.approx(ra["unseen_loss"], rel=1e-4)
+        assert out[k]["final_train_loss"] == pytest.approx(alone["final_train_loss"], rel=1e-5)
+        assert out[k]["seeds"] == alone["seeds"]
+    with pytest.raises(ValueError, match="2 data seeds"):
+        train_batched(cfgs[:2], [tmp_path / "x0", tmp_path / "x1"], show_progress=False, data=d1)
 
 
 def test_early_stop_of_one_run_leaves_the_others_as_alone(tmp_path):

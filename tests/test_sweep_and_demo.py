@@ -239,14 +239,16 @@ def test_demo_states_the_committed_fit_speed_split(tmp_path):
     from anchorlab.demo import fit_speed_text
 
     committed = fit_speed_text()
-    assert "the 20 with best inferential < 0.3 fit (training loss < 1) at epochs 4-11" in committed
-    assert "the 6 leaning inferential at epochs 18-22" in committed
-    head = "run_id,fit_epoch,best_inferential\n"
-    (tmp_path / "t.csv").write_text(head + "a,5,0.01\nb,6,0.1\nc,19,0.8\nd,,0.9\n")  # d: not fitted, not counted
+    assert "Of 38 fitted" in committed
+    assert "the 27 with last inferential < 0.3 fit (training loss < 1) at epochs 3-13" in committed
+    assert "the 11 leaning inferential at epochs 14-22" in committed
+    head = "run_id,fit_epoch,inferential,best_inferential\n"
+    # d: not fitted, not counted; e: leaned inferential on the way (best 0.6) but ends below 0.3, so not leaning
+    (tmp_path / "t.csv").write_text(head + "a,5,0.01,0.01\nb,6,0.1,0.1\nc,19,0.8,0.8\nd,,0.9,0.9\ne,13,0.1,0.6\n")
     text = fit_speed_text(tmp_path / "t.csv")
-    assert "Of 3 fitted" in text and "the 2 with best inferential < 0.3 fit (training loss < 1) at epochs 5-6" in text
+    assert "Of 4 fitted" in text and "the 3 with last inferential < 0.3 fit (training loss < 1) at epochs 5-13" in text
     assert "the 1 leaning inferential at epoch 19 " in text
-    (tmp_path / "one.csv").write_text(head + "a,5,0.01\n")
+    (tmp_path / "one.csv").write_text(head + "a,5,0.01,0.01\n")
     assert fit_speed_text(tmp_path / "one.csv") == "" and fit_speed_text(tmp_path / "none.csv") == ""
 
 

@@ -2,8 +2,9 @@
 
 For sweeps on a GPU, where one small model leaves the device idle. The K runs may differ in γ-init
 (``init.*``), seeds (``seeds.init_seed``, ``seeds.train_seed``) and optimisation (lr and its schedule,
-weight decay, betas, eps, grad clip, eval/checkpoint cadence, early stop); they must share the task
-data, model shapes, epochs, batch size and precision (:func:`can_batch`). Each run directory ends up
+weight decay, betas, eps, grad clip, eval/checkpoint cadence, early stop) and in their data seed
+(``seeds.data_seed``: each run trains and is evaluated on its own draw); they must share the task config,
+model shapes, epochs, batch size and precision (:func:`can_batch`). Each run directory ends up
 exactly as :func:`anchorlab.train.train` writes it (same files, same metrics, same resume state).
 
 How it stays exact (per model, the same computation as alone, up to float summation order):
@@ -13,8 +14,9 @@ How it stays exact (per model, the same computation as alone, up to float summat
   parameters are strided views ``[K, ...]`` of that buffer, detached leaves whose ``.grad`` are views of
   one flat ``grad_KN``, so autograd accumulates every gradient straight into it.
 * **Forward.** ``torch.func.vmap`` over :func:`torch.func.functional_call` of the ordinary model: one
-  batched matmul per layer over all K. Run k reads its own batch ``x_train[perm_k[i*B:(i+1)*B]]`` with its
-  own batch order. The loss is the sum of the K per-run mean losses, so row k of the gradient is run
+  batched matmul per layer over all K. Run k reads its own batch ``x_train[d_k][perm_k[i*B:(i+1)*B]]``
+  from its own draw ``d_k`` of the data (one copy per distinct data seed on the device) with its own batch
+  order. The loss is the sum of the K per-run mean losses, so row k of the gradient is run
   k's gradient alone.
 * **Clip.** Row k of ``grad_KN`` is scaled by ``min(1, c_k / (|g_k| + 1e-6))``, ``|g_k|`` its own
   global norm, as ``clip_grad_norm_`` does for one model.
@@ -52,7 +54,9 @@ from anchorlab.train import batch_order, build_initialized_model, default_weight
 BatchedProgressFn = Callable[[int, int, int, dict[str, Any]], None]
 
 # Fields every run of a batch must share (dotted); everything else may differ per run.
-SHARED_FIELDS = ("task", "model", "seeds.data_seed", "train.epochs", "train.batch_size", "train.drop_last",
+# The data seed is not among them: the task config fixes every draw's row counts, so runs on different draws
+# stack (each reads its own copy of the data).
+SHARED_FIELDS = ("task", "model", "train.epochs", "train.batch_size", "train.drop_last",
                  "train.precision", "train.prune_last", "train.device")
 
 
@@ -78,7 +82,7 @@ def batch_mismatch(cfgs: list[RunConfig]) -> str | None:
 
 
 def can_batch(cfgs: list[RunConfig]) -> bool:
-    """True if the runs share task data, model shapes, epochs, batch size, precision and device."""
+    """True if the runs share the task config, model shapes, epochs, batch size, precision and device."""
     return len(cfgs) > 0 and batch_mismatch(cfgs) is None
 
 
@@ -199,6 +203,9 @@ def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress
                   show_progress: bool = True, data: TaskData | None = None) -> list[dict[str, Any]]:
     """Train every ``cfgs[k]`` into ``run_dirs[k]`` together; returns the K summaries in order.
 
+    Each run draws its own task data (``seeds.data_seed``; one draw per distinct seed); ``data``, if given,
+    is that draw for runs that all share one data seed.
+
     Finished runs are read back; unfinished ones resume. Runs that resume from different epochs are
     trained in groups (one group per starting epoch), each group batched.
     """
@@ -226,11 +233,14 @@ def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress
             else:
                 rundir.start_writing(d, status)
                 pending.setdefault(_resume_epoch(d) if status == "resume" else 0, []).append(k)
-        if pending:
-            data = data if data is not None else make_task_data(cfgs[0].task, cfgs[0].seeds.data_seed)
+        seeds = sorted({cfgs[k].seeds.data_seed for g in pending.values() for k in g})
+        if data is not None and len(seeds) > 1:
+            raise ValueError(f"train_batched: data given, but the runs draw from {len(seeds)} data seeds {seeds}")
+        draws = {s: data if data is not None else make_task_data(cfgs[0].task, s) for s in seeds}
         diverged = []
         for group in pending.values():
-            out, failed = _train_group([cfgs[k] for k in group], [dirs[k] for k in group], data, group, progress,
+            out, failed = _train_group([cfgs[k] for k in group], [dirs[k] for k in group],
+                                       [draws[cfgs[k].seeds.data_seed] for k in group], group, progress,
                                        show_progress)
             summaries.update((k, s) for k, s in zip(group, out) if s is not None)
             diverged += failed
@@ -244,7 +254,22 @@ def _resume_epoch(run_dir: Path) -> int:
     return 0 if point is None else point[1]
 
 
-def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index: list[int],
+@dataclass
+class _Draw:
+    """One draw of the task data on the device: every row (for evaluation) and which are training rows."""
+
+    data: TaskData
+    all_x: Tensor
+    all_y: Tensor
+    train_idx: Tensor
+
+    @classmethod
+    def of(cls, data: TaskData, device: torch.device) -> _Draw:
+        return cls(data, torch.from_numpy(data.inputs).to(device), torch.from_numpy(data.targets).to(device),
+                   torch.from_numpy(data.in_train.nonzero()[0]).to(device))
+
+
+def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData], index: list[int],
                  progress: BatchedProgressFn | None,
                  show_progress: bool) -> tuple[list[dict[str, Any] | None], list[str]]:
     """Train one group together; returns the summaries (None for a run that diverged) and the messages of the runs that
@@ -254,11 +279,22 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
     device = training_device(tc0.device, tc0.threads)
     t_start = time.time()
 
-    all_x = torch.from_numpy(data.inputs).to(device)
-    all_y = torch.from_numpy(data.targets).to(device)
-    train_idx = torch.from_numpy(data.in_train.nonzero()[0]).to(device)
-    x_train, y_train = all_x[train_idx], all_y[train_idx]  # resident on the device, shared by all K runs
-    n_train, B = len(x_train), tc0.batch_size
+    # One copy of each distinct draw on the device; run k reads draw d_K[k]. Runs on one draw share it.
+    draws: list[_Draw] = []
+    d_K: list[int] = []
+    for data in datas:
+        j = next((j for j, dr in enumerate(draws) if dr.data is data), None)
+        if j is None:
+            draws.append(_Draw.of(data, device))
+            j = len(draws) - 1
+        d_K.append(j)
+    if len({len(dr.train_idx) for dr in draws}) > 1 or len({dr.data.vocab_size for dr in draws}) > 1:
+        raise ConfigError("seeds.data_seed: these draws differ in training rows or vocabulary; train them apart")
+    x_train_D = torch.stack([dr.all_x[dr.train_idx] for dr in draws])  # [D, n_train, P], resident on the device
+    y_train_D = torch.stack([dr.all_y[dr.train_idx] for dr in draws])
+    draw_K1 = torch.tensor(d_K, device=device)[:, None]
+    n_train, B = x_train_D.shape[1], tc0.batch_size
+    data = datas[0]
     steps_per_epoch = tc0.steps_per_epoch(n_train)
     if steps_per_epoch == 0:
         raise ValueError(f"train.batch_size {B} exceeds the {n_train} training rows")
@@ -281,7 +317,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
             (d / rundir.METRICS).unlink(missing_ok=True)
             (d / rundir.EPOCHS).unlink(missing_ok=True)
             rundir.save_checkpoint(d, s.load_into(scratch, k), 0, 0)
-            last.append(_eval_record(cfg, d, tracks[k], s.load_into(scratch, k), data, all_x, all_y, 0, 0, None,
+            last.append(_eval_record(cfg, d, tracks[k], s.load_into(scratch, k), draws[d_K[k]], 0, 0, None,
                                      steps_per_epoch, amp))
         else:
             tracks[k].resume(step)  # TensorBoard drops what the interrupted session logged after this step
@@ -309,8 +345,8 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
                                     dtype=torch.float64, device=device)
             for i in range(steps_per_epoch):
                 idx_KB = perm_KN[:, i * B:(i + 1) * B]
-                loss_K = train_step(s, scratch, x_train[idx_KB], y_train[idx_KB], lr_table[step - first] * active_K,
-                                    hyper, tc0.prune_last, amp)
+                loss_K = train_step(s, scratch, x_train_D[draw_K1, idx_KB], y_train_D[draw_K1, idx_KB],
+                                    lr_table[step - first] * active_K, hyper, tc0.prune_last, amp)
                 loss_sum_K += loss_K
                 step += 1
             epoch_loss = (loss_sum_K / steps_per_epoch).tolist()  # the only host sync of the epoch
@@ -329,7 +365,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
                 stop = tc.early_stop_loss > 0 and epoch_loss[k] < tc.early_stop_loss
                 final = epoch == tc.epochs or stop
                 if epoch % tc.eval_every == 0 or final:
-                    last[k] = _eval_record(cfg, d, tracks[k], s.load_into(scratch, k), data, all_x, all_y, step, epoch,
+                    last[k] = _eval_record(cfg, d, tracks[k], s.load_into(scratch, k), draws[d_K[k]], step, epoch,
                                            epoch_loss[k], steps_per_epoch, amp)
                 if epoch % tc.checkpoint_every == 0 or final:
                     rundir.save_checkpoint(d, s.load_into(scratch, k), step, epoch)
@@ -353,10 +389,10 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], data: TaskData, index:
     return [rundir.read_json(d / rundir.SUMMARY) if rundir.is_done(d) else None for d in dirs], failed
 
 
-def _eval_record(cfg: RunConfig, run_dir: Path, track: tracking.Session, model: nn.Module, data: TaskData,
-                 all_x: Tensor, all_y: Tensor, step: int, epoch: int, train_loss: float | None, steps_per_epoch: int,
+def _eval_record(cfg: RunConfig, run_dir: Path, track: tracking.Session, model: nn.Module, draw: _Draw,
+                 step: int, epoch: int, train_loss: float | None, steps_per_epoch: int,
                  amp: torch.dtype | None) -> dict[str, Any]:
-    m = evaluate(model, data, all_x, all_y, cfg.task, cfg.train.eval_batch_size, amp)
+    m = evaluate(model, draw.data, draw.all_x, draw.all_y, cfg.task, cfg.train.eval_batch_size, amp)
     rec = {"step": step, "epoch": epoch, "lr": lr_at(step, cfg.train, steps_per_epoch),
            "epoch_train_loss": train_loss, **m}
     extra = default_weight_metrics(cfg)  # the mechanism scalars, as train() logs them

@@ -163,8 +163,9 @@ def seed_outcomes(root: Path = SEED_RUNS, threshold: float = 0.9) -> dict[float,
 
 def fit_speed_text(path: Path = FIT_SPEED, leaning: float = 0.3) -> str:
     """One line from the committed ``p1-fit-speed`` table (docs/p1_fit_speed.md): the fit epochs of the runs
-    that lean inferential (best inferential accuracy >= ``leaning``) against those of the others; "" when the
-    table is not there."""
+    that lean inferential (inferential accuracy >= ``leaning`` at their last evaluation) against those of the
+    others; "" when the table is not there. The last evaluation, not the best: a run can lean inferential on
+    the way and end symmetric (γ 1.0 seed 1 of the γ line)."""
     import csv
 
     if not path.is_file():
@@ -176,12 +177,12 @@ def fit_speed_text(path: Path = FIT_SPEED, leaning: float = 0.3) -> str:
         epochs = sorted(int(r["fit_epoch"]) for r in sel)
         return f"epoch {epochs[0]}" if epochs[0] == epochs[-1] else f"epochs {epochs[0]}-{epochs[-1]}"
 
-    lean = [r for r in rows if float(r["best_inferential"]) >= leaning]
-    rest = [r for r in rows if float(r["best_inferential"]) < leaning]
+    lean = [r for r in rows if float(r["inferential"]) >= leaning]
+    rest = [r for r in rows if float(r["inferential"]) < leaning]
     if not lean or not rest:
         return ""
     return (f"  What the seed sets: how long a run stays on the loss plateau. Of {len(rows)} fitted paper-width runs, "
-            f"the {len(rest)} with best inferential < {leaning:g} fit (training loss < 1) at {span(rest)}, the "
+            f"the {len(rest)} with last inferential < {leaning:g} fit (training loss < 1) at {span(rest)}, the "
             f"{len(lean)} leaning inferential at {span(lean)} (docs/p1_fit_speed.md)")
 
 
