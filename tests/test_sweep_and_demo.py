@@ -252,6 +252,36 @@ def test_demo_states_the_committed_fit_speed_split(tmp_path):
     assert fit_speed_text(tmp_path / "one.csv") == "" and fit_speed_text(tmp_path / "none.csv") == ""
 
 
+def test_demo_states_the_committed_gamma_line(tmp_path):
+    """The demo's paper-config block says what the γ line's ends give, from the committed runs: per seed, in
+    seed order; nothing when fewer than two γ are there."""
+    from anchorlab.demo import gamma_line_text
+
+    committed = gamma_line_text()
+    assert "epoch 27, bf16" in committed
+    assert ("γ 0.3: symmetric >= 0.9 on 3/3, inferential >= 0.9 on 0/3, leaning inferential (>= 0.5, above "
+            "symmetric) on 0/3 (inferential/symmetric 0.00/1.00, 0.00/1.00, 0.00/0.98)") in committed
+    assert ("γ 1.2: symmetric >= 0.9 on 0/3, inferential >= 0.9 on 0/3, leaning inferential (>= 0.5, above "
+            "symmetric) on 3/3 (inferential/symmetric 0.83/0.00, 0.75/0.00, 0.65/0.13)") in committed
+
+    def run(name, gamma, seed, inf, sym):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps({"init": {"gamma": gamma}, "train": {"precision": "fp32"}}))
+        (d / "summary.json").write_text(json.dumps({"epochs": 9, "seeds": {"data": seed},
+                                                    "unseen_inferential_acc": inf, "unseen_symmetric_acc": sym}))
+
+    run("a", 1.0, 2, 0.95, 0.0)
+    assert gamma_line_text(tmp_path) == ""  # one γ only
+    run("b", 1.0, 1, 0.6, 0.7)  # inferential >= 0.5 but below symmetric: not leaning inferential
+    run("c", 0.2, 1, 0.0, 0.91)
+    text = gamma_line_text(tmp_path)
+    assert "epoch 9, fp32" in text and "γ 0.2: symmetric >= 0.9 on 1/1" in text
+    assert ("γ 1: symmetric >= 0.9 on 0/2, inferential >= 0.9 on 1/2, leaning inferential (>= 0.5, above symmetric) "
+            "on 1/2 (inferential/symmetric 0.60/0.70, 0.95/0.00)") in text
+    assert gamma_line_text(tmp_path / "none") == ""
+
+
 def test_demo_states_the_committed_decomposition(tmp_path):
     """The demo's paper-config block says which draws set the answer, from the committed reference-parts runs:
     the latest evaluation of the longest-trained run of each crossing; nothing unless both crossings are there."""

@@ -31,6 +31,8 @@ SEED_RUNS = Path(__file__).resolve().parents[2] / "docs" / "p1_both_sides" / "h1
 FIT_SPEED = Path(__file__).resolve().parents[2] / "docs" / "p1_fit_speed" / "d400" / "p1-fit-speed.csv"
 # The committed runs that cross the authors' recorded draws with our seed 3 (docs/p1_both_sides.md)
 REFERENCE_PARTS = Path(__file__).resolve().parents[2] / "docs" / "p1_reference_parts"
+# The committed γ-line runs beyond p1-both-sides' two γ (γ 0.3 / 0.4 / 1.0 / 1.2, bf16; docs/p1_both_sides.md)
+GAMMA_LINE = Path(__file__).resolve().parents[2] / "docs" / "p1_paper_gamma" / "h200_bf16"
 DEFAULT_P2_SPEC = DEFAULT_SPEC.with_name("demo_p2.toml")
 P2_COLUMNS = ("model", "gamma", "seed", "mem_acc", "rsn_train_acc", "rsn_test_acc", "final_train_loss")
 COLUMNS = ("init", "gamma", "std_W_Q", "seed", "seen_train_acc", "seen_test_acc",
@@ -186,6 +188,37 @@ def fit_speed_text(path: Path = FIT_SPEED, leaning: float = 0.3) -> str:
             f"{len(lean)} leaning inferential at {span(lean)} (docs/p1_fit_speed.md)")
 
 
+def gamma_line_text(root: Path = GAMMA_LINE, threshold: float = 0.9, leaning: float = 0.5) -> str:
+    """One line from the committed γ-line runs (docs/p1_both_sides.md, "The γ line"): for the largest and the
+    smallest γ there, on how many seeds (4,3) is symmetric >= ``threshold``, inferential >= ``threshold``, and
+    inferential-leaning (inferential >= ``leaning`` and above symmetric); "" when fewer than two γ are there."""
+    runs: dict[float, list[dict[str, Any]]] = {}
+    precisions = set()
+    for d in sorted(root.glob("*/")) if root.is_dir() else []:
+        if (d / rundir.CONFIG).is_file() and (d / rundir.SUMMARY).is_file():
+            cfg = rundir.read_json(d / rundir.CONFIG)
+            precisions.add(cfg["train"]["precision"])
+            runs.setdefault(cfg["init"]["gamma"], []).append(rundir.read_json(d / rundir.SUMMARY))
+    if len(runs) < 2:
+        return ""
+    for ss in runs.values():
+        ss.sort(key=lambda s: s["seeds"]["data"])
+
+    def counts(gamma: float) -> str:
+        ss, n = runs[gamma], len(runs[gamma])
+        sym = sum(s["unseen_symmetric_acc"] >= threshold for s in ss)
+        inf = sum(s["unseen_inferential_acc"] >= threshold for s in ss)
+        lean = sum(s["unseen_inferential_acc"] >= leaning and s["unseen_inferential_acc"] > s["unseen_symmetric_acc"]
+                   for s in ss)
+        values = ", ".join(f"{s['unseen_inferential_acc']:.2f}/{s['unseen_symmetric_acc']:.2f}" for s in ss)
+        return (f"γ {gamma:g}: symmetric >= {threshold:g} on {sym}/{n}, inferential >= {threshold:g} on {inf}/{n}, "
+                f"leaning inferential (>= {leaning:g}, above symmetric) on {lean}/{n} (inferential/symmetric {values})")
+
+    epochs = sorted({s["epochs"] for ss in runs.values() for s in ss})
+    return (f"  Further out on the γ line, same config and seeds, epoch {'/'.join(map(str, epochs))}, "
+            f"{'/'.join(sorted(precisions))} (docs/p1_both_sides.md): {counts(min(runs))}; {counts(max(runs))}")
+
+
 def decomposition_text(root: Path = REFERENCE_PARTS) -> str:
     """One line from the committed runs that take some draws from the authors' recording and the rest from our
     seed (docs/p1_both_sides.md): the latest evaluation of the longest-trained run with only the authors' data,
@@ -230,6 +263,8 @@ def paper_config_text(committed: list[dict[str, Any]], registry: Path | None = N
                  for g, (inf, sym, n) in sorted(seeds.items(), reverse=True)]
         lines.append("  On our own data seeds at this config, one learning rate, epoch 27 (one H100; "
                      "docs/p1_both_sides.md): " + "; ".join(parts) + ": the outcome varies by seed")
+    if line := gamma_line_text():
+        lines.append(line)
     if fit := fit_speed_text():
         lines.append(fit)
     if crossing := decomposition_text():
