@@ -115,3 +115,28 @@ def test_p1_fit_speed_places_each_run_at_its_first_epoch_below_the_threshold(tmp
             draw("p1-fit-speed", [slow], tmp_path / "o4", **bad)
     with pytest.raises(ConfigError, match="p1-fit-speed: needs composite-task"):
         draw("p1-fit-speed", [early], tmp_path / "o3")
+
+
+def test_p1_condensation_draws_the_logged_mechanism_scalars_with_each_runs_answer(tmp_path):
+    """Per evaluation, the three logged scalars in the CSV; each run's answer at its last evaluation labels all
+    its rows; runs that logged no scalar are left out, and none at all is refused."""
+    small = fake_run(tmp_path / "small", 0.8, 1, CURVES[(0.8, 1)], done=True)       # ends inferential 0.93
+    middle = fake_run(tmp_path / "middle", 0.5, 2, CURVES[(0.5, 1)], done=False)    # ends symmetric 0.75
+    bare = fake_run(tmp_path / "bare", 0.8, 3, CURVES[(0.8, 1)], done=True)         # logged no scalar
+    scalars = {small: [(200.0, 14.0, 0.03), (3.0, 1.2, 0.2), (2.0, 1.01, 0.6)], middle: [(200.0, 15.0, 0.03), None]}
+    for d, per_eval in scalars.items():
+        recs = [{**r, **({} if s is None else dict(zip(("wq0_n_groups", "stable_rank/blocks.0.attn.W_Q",
+                                                        "embed_cov_top_share"), s)))}
+                for r, s in zip(rundir.read_metrics(d), per_eval)]
+        (d / rundir.METRICS).write_text("".join(json.dumps(r) + "\n" for r in recs))
+    png = draw("p1-condensation", [small, middle, bare], tmp_path / "out")
+    assert FIGURES["p1-condensation"].sources == "runs" and png.stat().st_size > 10_000
+    rows = list(csv.DictReader(open(png.with_suffix(".csv"))))
+    assert {r["run_id"] for r in rows} == {"small", "middle"}
+    got = {(r["run_id"], int(r["epoch"])): r for r in rows}
+    assert [float(got[("small", e)]["wq0_groups"]) for e in (0, 3, 6)] == [200.0, 3.0, 2.0]
+    assert [float(got[("small", e)]["wq0_stable_rank"]) for e in (0, 3, 6)] == [14.0, 1.2, 1.01]
+    assert float(got[("small", 6)]["embed_top_share"]) == 0.6 and got[("middle", 3)]["embed_top_share"] == ""
+    assert {r["run_id"]: r["last_answer"] for r in rows} == {"small": "inferential", "middle": "symmetric"}
+    with pytest.raises(ConfigError, match="p1-condensation: needs composite-task"):
+        draw("p1-condensation", [bare], tmp_path / "o2")

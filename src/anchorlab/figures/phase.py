@@ -1,5 +1,6 @@
 """P1 figures from what runs log (summaries, metrics), no checkpoints: phase diagrams over a sweep directory
-(Fig. 2, 14), the γ comparison (``p1-gamma``) and the held-out pair over training (``p1-curves``)."""
+(Fig. 2, 14), the γ comparison (``p1-gamma``), the held-out pair over training (``p1-curves``), the outcome
+against fit speed (``p1-fit-speed``) and the logged mechanism scalars over training (``p1-condensation``)."""
 
 from __future__ import annotations
 
@@ -289,3 +290,36 @@ def p1_fit_speed(run_dirs: list[Path], out: str | Path, loss_threshold: float = 
         raise ConfigError("figure p1-fit-speed: needs composite-task (P1) runs with logged epochs and an evaluation")
     pairs = " / ".join(sorted({r["pair"] for r in rows}))
     return save_figure(plot_fit_speed(rows, loss_threshold, pair=pairs), rows, Path(out), "p1-fit-speed")
+
+
+# The weight-only mechanism scalars training logs at every evaluation (anchorlab.analysis.summary)
+MECHANISM_KEYS = {"wq0_stable_rank": "stable_rank/blocks.0.attn.W_Q", "wq0_groups": "wq0_n_groups",
+                  "embed_top_share": "embed_cov_top_share"}
+
+
+@figure("p1-condensation", "runs", "P1 mechanisms over training from the logged scalars: W_Q⁰ stable rank and "
+        "neuron groups, and the item embeddings' top covariance share per epoch, a line per run coloured by γ")
+def p1_condensation(run_dirs: list[Path], out: str | Path) -> Path:
+    """Per composite-task run, from its ``metrics.jsonl`` only: the mechanism scalars logged at each evaluation
+    (:data:`MECHANISM_KEYS`) against epoch. First layer's W_Q: stable rank (|W|_F² / |W|_2², 1 = one direction)
+    and the number of neuron groups at cosine 0.7 (P1 Fig. 5a/10: small init condenses W_Q's neurons onto few
+    directions); the top eigenvalue's share of the trace of the item embeddings' covariance (P1 Fig. 12: its
+    leading eigenvalue grows first at small init). Colour = γ, marker = seed, line style = the run's answer on
+    the held-out pair at its last evaluation (inferential or symmetric where that accuracy is >= 0.5 and above
+    the other, else neither). Runs that logged none of the scalars are left out (trained before they were
+    logged, or by a trainer that did not log them)."""
+    from anchorlab.plotting.figures import plot_condensation
+
+    runs = [rows for rows in _curve_runs([Path(d) for d in run_dirs], MECHANISM_KEYS)
+            if any(r[k] is not None for r in rows for k in MECHANISM_KEYS)]
+    if not runs:
+        raise ConfigError("figure p1-condensation: needs composite-task (P1) runs whose evaluations logged the "
+                          "mechanism scalars (wq0_n_groups, stable_rank/blocks.0.attn.W_Q, embed_cov_top_share)")
+    for rows in runs:
+        inf, sym = (float(rows[-1][k] or 0.0) for k in ("inferential", "symmetric"))
+        answer = "inferential" if inf >= 0.5 and inf > sym else "symmetric" if sym >= 0.5 and sym > inf else "neither"
+        for r in rows:
+            r["last_answer"] = answer
+    pairs = " / ".join(sorted({rows[0]["pair"] for rows in runs}))
+    return save_figure(plot_condensation(runs, pair=pairs), [r for rows in runs for r in rows], Path(out),
+                       "p1-condensation")
