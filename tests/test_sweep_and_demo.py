@@ -154,6 +154,12 @@ def test_dry_run_lists_runs_and_their_status_without_writing(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "4 runs" in out and "1 done, 1 partial, 2 new" in out
     assert f"{rows[3][1].run_id()}  new      init.gamma=1.0  seed=2" in out
+    assert "batched" not in out  # the process back-end batches nothing
+    # on the local back-end it says how the 3 runs still to train (two data seeds) would be stacked
+    assert main(["sweep", spec_path, "--out", str(tmp_path / "sw"), "--dry-run", "--backend", "local",
+                 "--batch-models", "2"]) == 0
+    assert "batched (--backend local --batch-models 2): the 3 runs to train form 2 groups of 2 + 1 runs" \
+        in capsys.readouterr().out
     assert not (tmp_path / "sw" / "sweep.json").exists()
 
 

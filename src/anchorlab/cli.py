@@ -76,7 +76,7 @@ def _data(a: argparse.Namespace) -> None:
 
 
 def _sweep(a: argparse.Namespace) -> int:
-    from anchorlab.execute import check_sweep_options, run_sweep
+    from anchorlab.execute import batch_plan, check_sweep_options, run_sweep
     from anchorlab.sweep import check_out_dir, describe, load_sweep
 
     check_sweep_options(workers=a.workers, backend=a.backend, batch_models=a.batch_models, address=a.address,
@@ -85,6 +85,8 @@ def _sweep(a: argparse.Namespace) -> int:
     out = check_out_dir(Path(a.out) if a.out else Path("runs") / spec.name)
     if a.dry_run:
         print(describe(spec, out))
+        if line := batch_plan(spec, out, a.backend, a.batch_models):
+            print(line)
         return 0
     preflight([cfg for _, cfg in spec.configs()])  # a missing data set: one line, exit 2, nothing run
     line, n_failed = run_sweep(spec, out, workers=a.workers, backend=a.backend, batch_models=a.batch_models,

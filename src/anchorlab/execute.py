@@ -115,6 +115,23 @@ def check_sweep_options(*, workers: int, backend: str = "process", batch_models:
         raise ConfigError(f"--batch-models: allowed values are integers >= 1, got {batch_models}")
 
 
+def batch_plan(spec: Any, out: str | Path, backend: str, batch_models: int | None) -> str:
+    """The dry run's line on batching: how the sweep's runs still to train would be stacked on the local
+    back-end (groups of runs that share task, shapes, epochs, batch size and precision, up to K each); "" where
+    nothing would be batched (another back-end, K = 1, or nothing left to train)."""
+    from anchorlab.backends.local import batch_groups
+    from anchorlab.sweep import expand, run_status
+
+    rows = expand(spec, out)
+    k = _check_batch_models([(cfg, d) for _, cfg, d in rows], backend, batch_models)
+    todo: list[Job] = [(cfg, d) for _, cfg, d in rows if run_status(d) != "done"]
+    if backend != "local" or k <= 1 or not todo:
+        return ""
+    sizes = [len(g) for g in batch_groups(todo, k)]
+    return (f"batched (--backend local --batch-models {k}): the {len(todo)} runs to train form {len(sizes)} "
+            f"group{'s' if len(sizes) > 1 else ''} of {' + '.join(map(str, sizes))} runs")
+
+
 def run_sweep(spec: Any, out: str | Path, *, workers: int, backend: str = "process", batch_models: int | None = None,
               address: str | None = None, gpus_per_run: float = 0.0,
               max_retries: int | None = None) -> tuple[str, int]:
