@@ -148,9 +148,9 @@ def test_sweep_report_table_sorts_and_renders(tmp_path, browser):
     assert page == tmp_path / "sw" / "report.html"
     text = page.read_text()
     alts = assert_self_contained(text)
-    # two γ finished: P1's γ comparison opens the page; no run figures with max 0 (their curves are in the
-    # figure of all runs)
-    assert alts == ["p1-gamma", "p1-curves", "phase diagram", "training curves of all runs"]
+    # two γ finished: P1's γ comparison (with the logged mechanism scalars) opens the page; no run figures with
+    # max 0 (their curves are in the figure of all runs)
+    assert alts == ["p1-gamma", "p1-curves", "p1-condensation", "phase diagram", "training curves of all runs"]
     assert text.count("figures left out") == 2
     for _, cfg, _ in rows[:2]:
         assert f'id="run-{cfg.run_id()}"' in text and f'href="#run-{cfg.run_id()}"' in text
@@ -161,7 +161,7 @@ def test_sweep_report_table_sorts_and_renders(tmp_path, browser):
     assert gammas == ["0.5", "0.7", "1"]
     # two sources in one page (here the same sweep twice): ids stay unique, links keep their targets
     both = write_report([tmp_path / "sw", tmp_path / "sw"], tmp_path / "both.html", max_run_figures=0).read_text()
-    assert assert_self_contained(both) == alts + alts[2:]  # one γ comparison (2 figures) over both sources
+    assert assert_self_contained(both) == alts + alts[3:]  # one γ comparison (3 figures) over both sources
 
 
 @pytest.mark.parametrize("model", ["gpt", "emb_mlp"])

@@ -3,7 +3,8 @@
 Each source is a section, drawn by its run kind (:mod:`anchorlab.kinds`: :mod:`.anchor` or :mod:`.lm`) from
 the building blocks of :mod:`.html`. When the sources hold composite-task (P1) runs at two or more γ, the page
 opens with P1's γ comparison (``p1-gamma``: inferential and symmetric accuracy on the held-out pair per γ,
-one dot per seed; ``p1-curves``: the same over training, a line per seed). Everything is embedded (figures as
+one dot per seed; ``p1-curves``: the same over training, a line per seed; ``p1-condensation``: the logged
+mechanism scalars over training, where the runs logged them). Everything is embedded (figures as
 base64 ``data:`` URIs, figure data as CSV downloads, inline CSS and a small script that sorts the sweep table),
 so the file opens offline from disk.
 """
@@ -23,15 +24,17 @@ from anchorlab.sweep import MANIFEST, run_dirs
 def gamma_section(sources: Sequence[Path]) -> str:
     """P1's γ comparison over every composite-task run of ``sources`` with an evaluation, or "" when they
     hold fewer than two γ values."""
-    from anchorlab.figures.phase import gamma_rows
+    from anchorlab.figures.phase import MECHANISM_KEYS, gamma_rows
 
     runs = [d for d in run_dirs(sources) if (d / rundir.CONFIG).is_file()]
     rows = gamma_rows(runs)
     if len({r["gamma"] for r in rows}) < 2:
         return ""
     used = [d for d in runs if d.name in {r["run_id"] for r in rows}]
+    logged = any(key in r for d in used for r in rundir.read_metrics(d) for key in MECHANISM_KEYS.values())
     return ('<h2 id="gamma">P1: inferential or symmetric, per γ</h2>'
-            + drawn("p1-gamma", used, FIGURES["p1-gamma"].help) + drawn("p1-curves", used, FIGURES["p1-curves"].help))
+            + drawn("p1-gamma", used, FIGURES["p1-gamma"].help) + drawn("p1-curves", used, FIGURES["p1-curves"].help)
+            + (drawn("p1-condensation", used, FIGURES["p1-condensation"].help) if logged else ""))
 
 
 def write_report(source: str | Path | Sequence[str | Path], out: str | Path | None = None,
