@@ -264,7 +264,7 @@ def test_demo_states_the_committed_gamma_line(tmp_path):
     from anchorlab.demo import gamma_line_text
 
     committed = gamma_line_text()
-    assert "epoch 27, bf16" in committed
+    assert "epoch 27, bf16 (docs/p1_both_sides.md; anchorlab reproduce p1-paper-gamma)" in committed
     assert ("γ 0.3: symmetric >= 0.9 on 3/3, inferential >= 0.9 on 0/3, leaning inferential (>= 0.5, above "
             "symmetric) on 0/3 (inferential/symmetric 0.00/1.00, 0.00/1.00, 0.00/0.98)") in committed
     assert ("γ 1.2: symmetric >= 0.9 on 0/3, inferential >= 0.9 on 0/3, leaning inferential (>= 0.5, above "

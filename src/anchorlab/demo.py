@@ -216,7 +216,8 @@ def gamma_line_text(root: Path = GAMMA_LINE, threshold: float = 0.9, leaning: fl
 
     epochs = sorted({s["epochs"] for ss in runs.values() for s in ss})
     return (f"  Further out on the γ line, same config and seeds, epoch {'/'.join(map(str, epochs))}, "
-            f"{'/'.join(sorted(precisions))} (docs/p1_both_sides.md): {counts(min(runs))}; {counts(max(runs))}")
+            f"{'/'.join(sorted(precisions))} (docs/p1_both_sides.md; anchorlab reproduce p1-paper-gamma): "
+            f"{counts(min(runs))}; {counts(max(runs))}")
 
 
 def decomposition_text(root: Path = REFERENCE_PARTS) -> str:
