@@ -31,8 +31,8 @@ def run_all(jobs: Sequence[tuple[Any, str | Path]], workers: int = 1, show_progr
     "ray" (one Ray task per run; ``backend_options`` go to :func:`anchorlab.backends.ray.run_ray`).
     Default: "local" for ``workers`` <= 1, else "process".
     ``batch_models`` (local back-end): train up to K runs that share task, shapes and schedule length (each on
-    its own data seed's draw) together in one process (:mod:`anchorlab.batched`, stacked weights, one fused step; each run
-    directory exactly as if trained alone). Default: 16 on the local back-end when the runs' device is
+    its own data seed's draw) together in one process (:mod:`anchorlab.batched`, stacked weights, one fused
+    step; each run directory exactly as if trained alone). Default: 16 on the local back-end when the runs' device is
     CUDA, else 1 (on a CPU it gains nothing).
     """
     backend = backend or ("local" if workers <= 1 else "process")
