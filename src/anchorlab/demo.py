@@ -149,14 +149,19 @@ def paper_config_result(root: Path = PAPER_RUNS) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: -r["gamma"])
 
 
+def _finished_runs(root: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(config, summary) of each finished run directly under ``root`` (none where ``root`` is absent)."""
+    dirs = sorted(root.glob("*/")) if root.is_dir() else []
+    return [(rundir.read_json(d / rundir.CONFIG), rundir.read_json(d / rundir.SUMMARY)) for d in dirs
+            if (d / rundir.CONFIG).is_file() and (d / rundir.SUMMARY).is_file()]
+
+
 def seed_outcomes(root: Path = SEED_RUNS, threshold: float = 0.9) -> dict[float, tuple[int, int, int]]:
     """Per γ, over the committed paper-config runs on our own data seeds (``root/<run>/config.json`` and
     ``summary.json``): (runs with (4,3) inferential >= threshold, runs with symmetric >= threshold, runs)."""
     out: dict[float, tuple[int, int, int]] = {}
-    for d in sorted(root.glob("*/")):
-        if not (d / rundir.CONFIG).is_file() or not (d / rundir.SUMMARY).is_file():
-            continue
-        gamma, s = rundir.read_json(d / rundir.CONFIG)["init"]["gamma"], rundir.read_json(d / rundir.SUMMARY)
+    for cfg, s in _finished_runs(root):
+        gamma = cfg["init"]["gamma"]
         inf, sym, n = out.get(gamma, (0, 0, 0))
         out[gamma] = (inf + (s["unseen_inferential_acc"] >= threshold), sym + (s["unseen_symmetric_acc"] >= threshold),
                       n + 1)
@@ -194,11 +199,9 @@ def gamma_line_text(root: Path = GAMMA_LINE, threshold: float = 0.9, leaning: fl
     inferential-leaning (inferential >= ``leaning`` and above symmetric); "" when fewer than two γ are there."""
     runs: dict[float, list[dict[str, Any]]] = {}
     precisions = set()
-    for d in sorted(root.glob("*/")) if root.is_dir() else []:
-        if (d / rundir.CONFIG).is_file() and (d / rundir.SUMMARY).is_file():
-            cfg = rundir.read_json(d / rundir.CONFIG)
-            precisions.add(cfg["train"]["precision"])
-            runs.setdefault(cfg["init"]["gamma"], []).append(rundir.read_json(d / rundir.SUMMARY))
+    for cfg, summary in _finished_runs(root):
+        precisions.add(cfg["train"]["precision"])
+        runs.setdefault(cfg["init"]["gamma"], []).append(summary)
     if len(runs) < 2:
         return ""
     for ss in runs.values():

@@ -225,9 +225,11 @@ def p1_fig14(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = Fals
     return _save_grid(fig, g, metrics, Path(out), "p1-fig14", lambda xv, yv: {"peak_lr": yv, "weight_decay": xv})
 
 
-# The weight-only mechanism scalars training logs (anchorlab.analysis.summary), read at the early epoch too
-EARLY_MECHANISM_KEYS = {"early_wq0_groups": "wq0_n_groups", "early_wq0_stable_rank": "stable_rank/blocks.0.attn.W_Q",
-                        "early_embed_top_share": "embed_cov_top_share"}
+# The weight-only mechanism scalars training logs at every evaluation (anchorlab.analysis.summary): column -> key
+MECHANISM_KEYS = {"wq0_groups": "wq0_n_groups", "wq0_stable_rank": "stable_rank/blocks.0.attn.W_Q",
+                  "embed_top_share": "embed_cov_top_share"}
+# The same, read at the early epoch of p1-fit-speed
+EARLY_MECHANISM_KEYS = {f"early_{column}": key for column, key in MECHANISM_KEYS.items()}
 
 
 def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoch: int = 6) -> list[dict[str, Any]]:
@@ -291,10 +293,6 @@ def p1_fit_speed(run_dirs: list[Path], out: str | Path, loss_threshold: float = 
     pairs = " / ".join(sorted({r["pair"] for r in rows}))
     return save_figure(plot_fit_speed(rows, loss_threshold, pair=pairs), rows, Path(out), "p1-fit-speed")
 
-
-# The weight-only mechanism scalars training logs at every evaluation (anchorlab.analysis.summary)
-MECHANISM_KEYS = {"wq0_stable_rank": "stable_rank/blocks.0.attn.W_Q", "wq0_groups": "wq0_n_groups",
-                  "embed_top_share": "embed_cov_top_share"}
 
 
 @figure("p1-condensation", "runs", "P1 mechanisms over training from the logged scalars: W_Q⁰ stable rank and "
