@@ -1,38 +1,71 @@
 #!/usr/bin/env bash
-# One device call for the next session lent a GPU (issue 16), two jobs sharing the GPU:
-#  1. configs/sweeps/p1_paper_gamma_long.toml: P1's small-init side (γ 1.0 / 1.2 × our data seeds 1-3, paper
-#     config, bf16) trained to epoch 60, as one batched group of 6 (runs on different data seeds stack since
-#     2026-11-26);
-#  2. if the authors' reference file is carried in (REF, default .ref/p1_authors_paper_g0.8_s1.npz), beside it
-#     in two worker processes: configs/sweeps/p1_reference_init_order.toml, the init-only and order-only cells
-#     of the data / init / order decomposition (γ 0.8, our seed 3 otherwise, 27 epochs, bf16).
-# It stops itself before the device's 10-minute limit; called again on a warm machine, the runs resume where
-# they stopped (same run directories). The small outputs (no checkpoints) come back as $OUT/p1_gpu_next.tar.gz.
+# One device call for the next session lent a GPU (issue 16). In order of priority:
+#  1. configs/sweeps/p1_frontier_epochs60.toml: the frontier's epochs factor at the paper width, P1's schedule
+#     compressed to 60 epochs (cosine over 50), γ 0.3 / 1.2 × our data seeds 1-3, bf16, one batched group of 6;
+#     beside it, if the authors' reference file is carried in (REF, default .ref/p1_authors_paper_g0.8_s1.npz),
+#     configs/sweeps/p1_reference_init_order.toml in two worker processes (the init-only and order-only cells
+#     of the data / init / order decomposition: γ 0.8, our seed 3 otherwise, 27 epochs, bf16);
+#  2. with the time left, configs/sweeps/p1_paper_gamma_long.toml: γ 1.2 × seeds 1-3 at the paper schedule to
+#     epoch 60, one batched group of 3;
+#  3. once sweep 1 is complete: P1's mechanism figures (p1-fig3, -fig5, -fig12, -fig13) on its γ 1.2 and γ 0.3
+#     seed-1 runs, drawn there from their checkpoints, and those two runs' last checkpoints brought back (two
+#     files of ~11 MB: the weights, for figures drawn here later; not resume states).
+# It stops itself LIMIT seconds after it starts (default 540, inside the device's 10-minute limit); called again
+# on a warm machine, the runs resume where they stopped (same run directories) and done runs are skipped.
+# The small outputs (config, metrics, epochs, summary; no checkpoints) come back as $OUT/p1_gpu_next.tar.gz.
 #   here, first:  mkdir -p .ref && cp PATH/p1_authors_paper_g0.8_s1.npz .ref/ && echo /.ref/ >> .git/info/exclude
-#   device run:   bash experiments/gpu_p1_gamma_long.sh        (timeout_s 600, carry [".ref"])
-#   here, after:  tar xzf .../p1_gpu_next.tar.gz -C /tmp/gpu_next   (then docs/p1_paper_gamma/, docs/p1_reference_parts/)
-# Estimate, not measured: job 1 is 273M training sequences at K = 6's 907,600 seq/s (bf16, one H100) ≈ 5 min,
-# plus 21 evaluations of 900,000 rows × 6 models; job 2 ~3 min (p1_both_sides' 6 bf16 runs took 3.6 min as 6
-# processes on one H100). Set LIMIT (seconds, default 540) to stop earlier; PY (default python3).
+#   device run:   bash experiments/gpu_p1_gamma_long.sh        (timeout_s 600, carry [".ref"]; again with LIMIT=...)
+#   here, after:  tar xzf .../p1_gpu_next.tar.gz -C /tmp/gpu_next   (then docs/p1_frontier/, docs/p1_paper_gamma/,
+#                 docs/p1_reference_parts/, docs/p1_mechanisms/)
+# Estimates, not measured: sweep 1 is 273M training sequences at K = 6's 907,600 seq/s (bf16, one H100) ≈ 5 min
+# plus 21 evaluations of 900,000 rows × 6 models; the reference cells ~3 min beside it; sweep 2 137M ≈ 3 min.
+# Set LIMIT (seconds) to stop earlier; PY (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}; LIMIT=${LIMIT:-540}; PY=${PY:-python3}; REF=${REF:-.ref/p1_authors_paper_g0.8_s1.npz}
+END=$((SECONDS + LIMIT))
+left() { local t=$((END - SECONDS)); echo $((t > 1 ? t : 1)); }
+cli() { PYTHONPATH=src "$PY" -m anchorlab.cli "$@"; }
+cli_until_limit() { PYTHONPATH=src timeout "$(left)" "$PY" -m anchorlab.cli "$@"; }
+EP60=${EP60:-configs/sweeps/p1_frontier_epochs60.toml}; EP60_DIR=runs/gpu_next/p1_frontier_epochs60
+LONG=${LONG:-configs/sweeps/p1_paper_gamma_long.toml}; LONG_DIR=runs/gpu_next/p1_paper_gamma_long
 mkdir -p "$OUT" runs/gpu_next
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true
 "$PY" -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')"
+
 ref_pid=
 if [ -f "$REF" ]; then
-    PYTHONPATH=src timeout "$LIMIT" "$PY" -m anchorlab.cli sweep configs/sweeps/p1_reference_init_order.toml \
+    cli_until_limit sweep configs/sweeps/p1_reference_init_order.toml \
         --set task.reference="$REF" --out runs/gpu_next/p1_reference_parts --backend process --workers 2 \
         > "$OUT/reference_parts.log" 2>&1 &
     ref_pid=$!
 else
     echo "no $REF: the reference cells are skipped"
 fi
-PYTHONPATH=src timeout "$LIMIT" "$PY" -m anchorlab.cli sweep configs/sweeps/p1_paper_gamma_long.toml \
-    --out runs/gpu_next/p1_paper_gamma_long --backend local --batch-models 6 || echo "sweep stopped (rc $?): resumable"
+cli_until_limit sweep "$EP60" --out "$EP60_DIR" --backend local --batch-models 6 \
+    || echo "sweep 1 stopped (rc $?): resumable"
+if [ "$(left)" -gt 60 ]; then
+    cli_until_limit sweep "$LONG" --out "$LONG_DIR" --backend local --batch-models 3 \
+        || echo "sweep 2 stopped (rc $?): resumable"
+fi
 [ -n "$ref_pid" ] && { wait "$ref_pid" || echo "reference cells stopped (rc $?): resumable"; tail -3 "$OUT/reference_parts.log"; }
-PYTHONPATH=src "$PY" -m anchorlab.cli sweep configs/sweeps/p1_paper_gamma_long.toml --out runs/gpu_next/p1_paper_gamma_long \
-    --dry-run | tail -7
+cli sweep "$EP60" --out "$EP60_DIR" --dry-run | tee "$OUT/ep60_plan.txt" | tail -8
+cli sweep "$LONG" --out "$LONG_DIR" --dry-run | tail -5
+
+# Mechanism figures on the compressed-schedule runs, once all six are done.
+if grep -q "^6 done, 0 partial, 0 new" "$OUT/ep60_plan.txt"; then
+    S=$EP60_DIR/$(grep "init.gamma=1.2 *seed=1" "$OUT/ep60_plan.txt" | awk '{print $1}')
+    M=$EP60_DIR/$(grep "init.gamma=0.3 *seed=1" "$OUT/ep60_plan.txt" | awk '{print $1}')
+    mkdir -p runs/gpu_next/p1_mechanisms_epochs60
+    for fig in p1-fig3 p1-fig5 p1-fig12 p1-fig13; do
+        [ "$(left)" -gt 20 ] || { echo "no time left for $fig"; break; }
+        cli_until_limit figure "$fig" "$S" "$M" --out runs/gpu_next/p1_mechanisms_epochs60 \
+            || echo "$fig failed or stopped (rc $?)"
+    done
+    for pair in "g1.2_s1:$S" "g0.3_s1:$M"; do
+        last=$(ls "${pair#*:}"/checkpoints/step_*.safetensors | tail -1)
+        cp "$last" "$OUT/ep60_${pair%%:*}_$(basename "$last")"
+    done
+fi
 tar czf "$OUT/p1_gpu_next.tar.gz" --exclude=checkpoints --exclude='resume*' -C runs gpu_next
 ls -la "$OUT"
