@@ -3,7 +3,7 @@
 #  1. configs/sweeps/p1_frontier_epochs60.toml: the frontier's epochs factor at the paper width, P1's schedule
 #     compressed to 60 epochs (cosine over 50), γ 0.3 / 1.2 × our data seeds 1-3, bf16, one batched group of 6;
 #     beside it, if the authors' reference file is carried in (REF, default .ref/p1_authors_paper_g0.8_s1.npz),
-#     configs/sweeps/p1_reference_init_order.toml in two worker processes (the init-only and order-only cells
+#     configs/sweeps/p1_reference_init_order.toml as one batched group of 2 (the init-only and order-only cells
 #     of the data / init / order decomposition: γ 0.8, our seed 3 otherwise, 27 epochs, bf16);
 #  2. with the time left, configs/sweeps/p1_paper_gamma_long.toml: γ 1.2 × seeds 1-3 at the paper schedule to
 #     epoch 60, one batched group of 3;
@@ -36,7 +36,7 @@ nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || tr
 ref_pid=
 if [ -f "$REF" ]; then
     cli_until_limit sweep configs/sweeps/p1_reference_init_order.toml \
-        --set task.reference="$REF" --out runs/gpu_next/p1_reference_parts --backend process --workers 2 \
+        --set task.reference="$REF" --out runs/gpu_next/p1_reference_parts --backend local --batch-models 2 \
         > "$OUT/reference_parts.log" 2>&1 &
     ref_pid=$!
 else

@@ -168,3 +168,47 @@ def test_bf16_batched_is_close_to_bf16_alone(tmp_path):
     for k, c in enumerate(cfgs):
         alone = train(c, tmp_path / f"a{k}", show_progress=False)
         assert out[k]["final_train_loss"] == pytest.approx(alone["final_train_loss"], rel=2e-2)
+
+
+def write_reference(path, data, n_epochs):
+    """A reference file (anchorlab.reference's format) holding ``data``'s rows, and ``n_epochs`` shuffle seeds;
+    no init, so it serves the "data" and "order" parts."""
+    import numpy as np
+
+    names, in_train, arrays = [], [], {}
+    for g, name in enumerate(data.group_names):
+        rows = data.group == g
+        assert len(set(data.in_train[rows])) == 1  # a group is trained on whole or not at all
+        file_name = name.replace("-", "")  # ours "4-3_xel", the file's "43_xel"
+        names.append(file_name)
+        in_train.append(bool(data.in_train[rows][0]))
+        arrays[f"group/{file_name}"] = np.concatenate([data.inputs[rows], data.targets[rows, None]], 1).astype(np.uint8)
+    train_rows = np.concatenate([arrays[f"group/{n}"] for n, t in zip(names, in_train) if t])
+    np.savez(path, group_names=np.array(names), group_in_train=np.array(in_train), train_rows=train_rows,
+             epoch_seeds=np.arange(101, 101 + n_epochs), **arrays)
+    return str(path)
+
+
+def test_reference_parts_batch_as_alone(tmp_path):
+    """Runs replaying different parts of a reference file, or none, train in one batch, each as alone: its batch
+    order from the file (not its seed) with "order", the file's rows (here seed 7's draw) with "data"."""
+    from anchorlab.backends.local import batch_groups
+    from anchorlab.tasks import make_task_data
+
+    ref = write_reference(tmp_path / "ref.npz", make_task_data(small().task, 7), n_epochs=3)
+    cfgs = [small(**{"task.reference": ref, "task.reference_parts": parts}) for parts in (["order"], ["data"])]
+    cfgs.append(small())  # all from the seeds
+    assert batch_groups([(c, tmp_path / f"b{k}") for k, c in enumerate(cfgs)], 16) == [[0, 1, 2]]
+    out = train_batched(cfgs, [tmp_path / f"b{k}" for k in range(3)], show_progress=False)
+    alone = [train(c, tmp_path / f"a{k}", show_progress=False) for k, c in enumerate(cfgs)]
+    for k in range(3):
+        ha, hb = rundir.read_metrics(tmp_path / f"a{k}"), rundir.read_metrics(tmp_path / f"b{k}")
+        for ra, rb in zip(ha, hb):
+            assert rb["train_loss"] == pytest.approx(ra["train_loss"], rel=1e-5)
+            assert rb["seen_train_acc"] == pytest.approx(ra["seen_train_acc"], abs=2e-3)
+        assert out[k]["final_train_loss"] == pytest.approx(alone[k]["final_train_loss"], rel=1e-5)
+    # each part really changes the run: the file's order, the file's rows, against the seeds' own
+    assert len({round(o["final_train_loss"], 6) for o in out}) == 3
+    with pytest.raises(ConfigError, match="train.epochs"):  # the file records 3 epochs of batch order
+        train_batched([cfgs[0].replace(**{"train.epochs": 4})], [tmp_path / "x"], show_progress=False)
+    assert not (tmp_path / "x").exists()

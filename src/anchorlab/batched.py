@@ -2,10 +2,12 @@
 
 For sweeps on a GPU, where one small model leaves the device idle. The K runs may differ in γ-init
 (``init.*``), seeds (``seeds.init_seed``, ``seeds.train_seed``) and optimisation (lr and its schedule,
-weight decay, betas, eps, grad clip, eval/checkpoint cadence, early stop) and in their data seed
-(``seeds.data_seed``: each run trains and is evaluated on its own draw); they must share the task config,
-model shapes, epochs, batch size and precision (:func:`can_batch`). Each run directory ends up
-exactly as :func:`anchorlab.train.train` writes it (same files, same metrics, same resume state).
+weight decay, betas, eps, grad clip, eval/checkpoint cadence, early stop), in their data seed
+(``seeds.data_seed``: each run trains and is evaluated on its own draw) and in which parts of a reference file
+they replay (``task.reference``, ``task.reference_parts``: each run takes its draw, init and batch order from
+its file or from its seeds, as alone); they must share the rest of the task config, model shapes, epochs,
+batch size and precision (:func:`can_batch`). Each run directory ends up exactly as
+:func:`anchorlab.train.train` writes it (same files, same metrics, same resume state).
 
 How it stays exact (per model, the same computation as alone, up to float summation order):
 
@@ -15,9 +17,9 @@ How it stays exact (per model, the same computation as alone, up to float summat
   one flat ``grad_KN``, so autograd accumulates every gradient straight into it.
 * **Forward.** ``torch.func.vmap`` over :func:`torch.func.functional_call` of the ordinary model: one
   batched matmul per layer over all K. Run k reads its own batch ``x_train[d_k][perm_k[i*B:(i+1)*B]]``
-  from its own draw ``d_k`` of the data (one copy per distinct data seed on the device) with its own batch
-  order. The loss is the sum of the K per-run mean losses, so row k of the gradient is run
-  k's gradient alone.
+  from its own draw ``d_k`` of the data (one copy per distinct draw on the device) with its own batch
+  order (:func:`train.epoch_order`: from ``seeds.train_seed``, or the reference file's). The loss is the
+  sum of the K per-run mean losses, so row k of the gradient is run k's gradient alone.
 * **Clip.** Row k of ``grad_KN`` is scaled by ``min(1, c_k / (|g_k| + 1e-6))``, ``|g_k|`` its own
   global norm, as ``clip_grad_norm_`` does for one model.
 * **AdamW.** ``torch.optim.AdamW`` takes one scalar lr per parameter group, and one stacked tensor
@@ -43,28 +45,39 @@ from torch.func import functional_call, vmap
 
 from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError, RunConfig
+from anchorlab.config_tools import reference_for
 from anchorlab.cpu import run_environment, training_device
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
+from anchorlab.reference import preflight as reference_preflight
 from anchorlab.schedule import lr_at
 from anchorlab.tasks import TaskData, make_task_data
-from anchorlab.train import batch_order, build_initialized_model, default_weight_metrics, make_summary
+from anchorlab.train import build_initialized_model, default_weight_metrics, epoch_order, make_summary
 
 # Called after every epoch with (run index, optimizer steps done, the run's total steps, latest metrics).
 BatchedProgressFn = Callable[[int, int, int, dict[str, Any]], None]
 
 # Fields every run of a batch must share (dotted); everything else may differ per run.
 # The data seed is not among them: the task config fixes every draw's row counts, so runs on different draws
-# stack (each reads its own copy of the data).
+# stack (each reads its own copy of the data). Nor are the task fields in PER_RUN_TASK_FIELDS: whether a run
+# replays a reference file, and which parts, changes its draw, init or batch order, each of which is per run.
 SHARED_FIELDS = ("task", "model", "train.epochs", "train.batch_size", "train.drop_last",
                  "train.precision", "train.prune_last", "train.device")
+PER_RUN_TASK_FIELDS = ("reference", "reference_parts")
 
 
 def _field(cfg: RunConfig, dotted: str) -> Any:
     d: Any = cfg.to_dict()
     for part in dotted.split("."):
         d = d[part]
+    if dotted == "task":
+        d = {k: v for k, v in d.items() if k not in PER_RUN_TASK_FIELDS}
     return d
+
+
+def _draw_key(cfg: RunConfig) -> int | str:
+    """Which draw of the data a run reads: its reference file's rows, or its data seed's."""
+    return reference_for(cfg.task, "data") or cfg.seeds.data_seed
 
 
 def shared_key(cfg: RunConfig) -> str:
@@ -82,7 +95,8 @@ def batch_mismatch(cfgs: list[RunConfig]) -> str | None:
 
 
 def can_batch(cfgs: list[RunConfig]) -> bool:
-    """True if the runs share the task config, model shapes, epochs, batch size, precision and device."""
+    """True if the runs share the task config (but for a reference file and its parts), model shapes, epochs,
+    batch size, precision and device."""
     return len(cfgs) > 0 and batch_mismatch(cfgs) is None
 
 
@@ -203,8 +217,8 @@ def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress
                   show_progress: bool = True, data: TaskData | None = None) -> list[dict[str, Any]]:
     """Train every ``cfgs[k]`` into ``run_dirs[k]`` together; returns the K summaries in order.
 
-    Each run draws its own task data (``seeds.data_seed``; one draw per distinct seed); ``data``, if given,
-    is that draw for runs that all share one data seed.
+    Each run draws its own task data (``seeds.data_seed``, or the rows of its ``task.reference`` file; one draw
+    per distinct one); ``data``, if given, is that draw for runs that all share one.
 
     Finished runs are read back; unfinished ones resume. Runs that resume from different epochs are
     trained in groups (one group per starting epoch), each group batched.
@@ -215,6 +229,9 @@ def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress
         return []
     for cfg in cfgs:
         cfg.validate()  # the batch size against the task's rows too, before anything is written
+    reference_preflight(cfgs)  # a task.reference file that is not there: one line, nothing written
+    for cfg in cfgs:
+        epoch_order(cfg)  # a reference file recording fewer epochs of batch order than train.epochs: the same
     bad = batch_mismatch(cfgs)
     if bad is not None:
         raise ConfigError(f"{bad}: runs trained together must share it (shared fields: {', '.join(SHARED_FIELDS)})")
@@ -233,14 +250,16 @@ def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress
             else:
                 rundir.start_writing(d, status)
                 pending.setdefault(_resume_epoch(d) if status == "resume" else 0, []).append(k)
-        seeds = sorted({cfgs[k].seeds.data_seed for g in pending.values() for k in g})
-        if data is not None and len(seeds) > 1:
-            raise ValueError(f"train_batched: data given, but the runs draw from {len(seeds)} data seeds {seeds}")
-        draws = {s: data if data is not None else make_task_data(cfgs[0].task, s) for s in seeds}
+        first = {_draw_key(cfgs[k]): cfgs[k] for g in pending.values() for k in g}
+        if data is not None and len(first) > 1:
+            raise ValueError(f"train_batched: data given, but the runs draw from {len(first)} data seeds "
+                             f"{sorted(first, key=str)}")
+        draws = {key: data if data is not None else make_task_data(c.task, c.seeds.data_seed)
+                 for key, c in first.items()}
         diverged = []
         for group in pending.values():
             out, failed = _train_group([cfgs[k] for k in group], [dirs[k] for k in group],
-                                       [draws[cfgs[k].seeds.data_seed] for k in group], group, progress,
+                                       [draws[_draw_key(cfgs[k])] for k in group], group, progress,
                                        show_progress)
             summaries.update((k, s) for k, s in zip(group, out) if s is not None)
             diverged += failed
@@ -293,6 +312,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData],
     x_train_D = torch.stack([dr.all_x[dr.train_idx] for dr in draws])  # [D, n_train, P], resident on the device
     y_train_D = torch.stack([dr.all_y[dr.train_idx] for dr in draws])
     draw_K1 = torch.tensor(d_K, device=device)[:, None]
+    orders = [epoch_order(c) for c in cfgs]
     n_train, B = x_train_D.shape[1], tc0.batch_size
     data = datas[0]
     steps_per_epoch = tc0.steps_per_epoch(n_train)
@@ -336,7 +356,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData],
     scratch.train()
     try:  # the bar closes before an error line (a diverged run) is printed
         for epoch in range(start_epoch + 1, tc0.epochs + 1):
-            perm_KN = torch.stack([batch_order(n_train, c.seeds.train_seed, epoch) for c in cfgs]).to(device)
+            perm_KN = torch.stack([order(n_train, epoch) for order in orders]).to(device)
             loss_sum_K = torch.zeros(K, device=device)
             # lr of every run at every step of the epoch, on the device: a step reads one row, no host transfer.
             first = step
