@@ -15,8 +15,8 @@
 # The small outputs (config, metrics, epochs, summary; no checkpoints) come back as $OUT/p1_gpu_next.tar.gz.
 #   here, first:  mkdir -p .ref && cp PATH/p1_authors_paper_g0.8_s1.npz .ref/ && echo /.ref/ >> .git/info/exclude
 #   device run:   bash experiments/gpu_p1_gamma_long.sh        (timeout_s 600, carry [".ref"]; again with LIMIT=...)
-#   here, after:  tar xzf .../p1_gpu_next.tar.gz -C /tmp/gpu_next   (then docs/p1_frontier/, docs/p1_paper_gamma/,
-#                 docs/p1_reference_parts/, docs/p1_mechanisms/)
+#   here, after:  bash experiments/ingest_gpu_next.sh FILES_AT [h200_bf16|h100_bf16]   (into docs/p1_frontier/,
+#                 docs/p1_paper_gamma/, docs/p1_reference_parts/, docs/p1_mechanisms/, with their figures)
 # Estimates, not measured: sweep 1 is 273M training sequences at K = 6's 907,600 seq/s (bf16, one H100) ≈ 5 min
 # plus 21 evaluations of 900,000 rows × 6 models; the reference cells ~3 min beside it; sweep 2 137M ≈ 3 min.
 # Set LIMIT (seconds) to stop earlier; PY (default python3).

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Here, after the device call of experiments/gpu_p1_gamma_long.sh: its small outputs into docs/, its figures
+# drawn, the two checkpoints it brought back set up as runs under runs/ (never committed).
+#   bash experiments/ingest_gpu_next.sh FILES_AT [TAG]
+# FILES_AT: the folder the device call's files came back to (p1_gpu_next.tar.gz, ep60_*.safetensors);
+# TAG: the device and precision, as in the docs' folder names (default h200_bf16).
+# Writes (each run: config.json, metrics.jsonl, epochs.jsonl, summary.json, DONE where present):
+#   docs/p1_frontier/epochs60/          the compressed-schedule sweep, and p1-{gamma,curves,condensation}_epochs60
+#   docs/p1_paper_gamma/TAG_e60/        γ 1.2 at the paper schedule to epoch 60, and p1-{curves,condensation}_e60
+#   docs/p1_reference_parts/TAG/        the init-only and order-only cells (reference named by file name)
+#   docs/p1_mechanisms/epochs60/        the mechanism figures drawn on the device
+#   runs/p1_frontier_epochs60_weights/  the last weights of γ 1.2 / 0.3 seed 1 as run directories (for
+#                                       `anchorlab figure p1-fig4 | p1-fig3b` here)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SRC=${1:?usage: bash experiments/ingest_gpu_next.sh FILES_AT [TAG]}; TAG=${2:-h200_bf16}
+AL=${AL:-.venv/bin/anchorlab}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tar xzf "$SRC/p1_gpu_next.tar.gz" -C "$tmp"
+G=$tmp/gpu_next
+
+copy_runs() {  # SWEEP_DIR DEST: each run's small files and the sweep's index
+    local src=$1 dst=$2 r
+    [ -d "$src" ] || { echo "not in the outputs: $(basename "$src")"; return 0; }
+    mkdir -p "$dst"
+    [ -f "$src/sweep.json" ] && cp "$src/sweep.json" "$dst/"
+    for r in "$src"/*/; do
+        [ -f "$r/config.json" ] || continue
+        mkdir -p "$dst/$(basename "$r")"
+        for f in config.json metrics.jsonl epochs.jsonl summary.json DONE; do
+            [ -f "$r/$f" ] && cp "$r/$f" "$dst/$(basename "$r")/"
+        done
+    done
+    # a reference file is named by its file name alone (the device's path means nothing here)
+    python3 - "$dst" <<'EOF'
+import json, pathlib, sys
+for p in pathlib.Path(sys.argv[1]).glob("*/config.json"):
+    c = json.loads(p.read_text())
+    ref = c.get("task", {}).get("reference")
+    if ref and "/" in ref:
+        c["task"]["reference"] = pathlib.Path(ref).name
+        p.write_text(json.dumps(c, indent=2) + "\n")
+EOF
+    echo "$dst: $(find "$dst" -name DONE | wc -l) done of $(find "$dst" -name config.json | wc -l) runs"
+}
+
+figures() {  # SOURCE DEST_DIR SUFFIX FIGURE...
+    local src=$1 dst=$2 suffix=$3 fig; shift 3
+    [ -d "$src" ] || return 0
+    for fig in "$@"; do
+        "$AL" figure "$fig" "$src" --out "$tmp/fig" >/dev/null
+        for ext in png csv; do mv "$tmp/fig/$fig.$ext" "$dst/${fig}_$suffix.$ext"; done
+    done
+}
+
+copy_runs "$G/p1_frontier_epochs60" docs/p1_frontier/epochs60
+copy_runs "$G/p1_paper_gamma_long" "docs/p1_paper_gamma/${TAG}_e60"
+copy_runs "$G/p1_reference_parts" "docs/p1_reference_parts/$TAG"
+figures docs/p1_frontier/epochs60 docs/p1_frontier epochs60 p1-gamma p1-curves p1-condensation
+figures "docs/p1_paper_gamma/${TAG}_e60" docs/p1_paper_gamma e60 p1-curves p1-condensation
+if [ -d "$G/p1_mechanisms_epochs60" ]; then
+    mkdir -p docs/p1_mechanisms/epochs60 && cp "$G"/p1_mechanisms_epochs60/* docs/p1_mechanisms/epochs60/
+fi
+for w in "$SRC"/ep60_*.safetensors; do  # ep60_g1.2_s1_step_0022200.safetensors
+    [ -f "$w" ] || continue
+    name=$(basename "$w" .safetensors); gs=${name#ep60_}; gs=${gs%%_step_*}; step=${name##*_step_}
+    g=${gs%%_s*}; g=${g#g}; s=${gs##*_s}
+    run=$(python3 - docs/p1_frontier/epochs60 "$g" "$s" <<'EOF'
+import json, pathlib, sys
+for p in sorted(pathlib.Path(sys.argv[1]).glob("*/config.json")):
+    c = json.loads(p.read_text())
+    if c["init"]["gamma"] == float(sys.argv[2]) and c["seeds"]["data_seed"] == int(sys.argv[3]):
+        print(p.parent.name)
+EOF
+)
+    [ -n "$run" ] || { echo "no run for $name"; continue; }
+    d=runs/p1_frontier_epochs60_weights/$run
+    mkdir -p "$d/checkpoints" && cp docs/p1_frontier/epochs60/"$run"/* "$d/" && cp "$w" "$d/checkpoints/step_$step.safetensors"
+    echo "$d: the weights at step $((10#$step)) (γ $g seed $s)"
+done
