@@ -7,7 +7,9 @@
 #     of the data / init / order decomposition: γ 0.8, our seed 3 otherwise, 27 epochs, bf16);
 #  2. with the time left, configs/sweeps/p1_paper_gamma_long.toml: γ 1.2 × seeds 1-3 at the paper schedule to
 #     epoch 60, one batched group of 3;
-#  3. once sweep 1 is complete: P1's mechanism figures (p1-fig3, -fig5, -fig12, -fig13) on its γ 1.2 and γ 0.3
+#  3. with the time still left, configs/sweeps/p1_frontier_epochs30.toml: the same two ends with the schedule
+#     compressed to 30 epochs (cosine over 20), one batched group of 6;
+#  4. once sweep 1 is complete: P1's mechanism figures (p1-fig3, -fig5, -fig12, -fig13) on its γ 1.2 and γ 0.3
 #     seed-1 runs, drawn there from their checkpoints, and those two runs' last checkpoints brought back (two
 #     files of ~11 MB: the weights, for figures drawn here later; not resume states).
 # It stops itself LIMIT seconds after it starts (default 540, inside the device's 10-minute limit); called again
@@ -18,7 +20,8 @@
 #   here, after:  bash experiments/ingest_gpu_next.sh FILES_AT [h200_bf16|h100_bf16]   (into docs/p1_frontier/,
 #                 docs/p1_paper_gamma/, docs/p1_reference_parts/, docs/p1_mechanisms/, with their figures)
 # Estimates, not measured: sweep 1 is 273M training sequences at K = 6's 907,600 seq/s (bf16, one H100) ≈ 5 min
-# plus 21 evaluations of 900,000 rows × 6 models; the reference cells ~3 min beside it; sweep 2 137M ≈ 3 min.
+# plus 21 evaluations of 900,000 rows × 6 models; the reference cells ~3 min beside it; sweeps 2 and 3 137M
+# each ≈ 3 min.
 # Set LIMIT (seconds) to stop earlier; PY (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +32,7 @@ cli() { PYTHONPATH=src "$PY" -m anchorlab.cli "$@"; }
 cli_until_limit() { PYTHONPATH=src timeout "$(left)" "$PY" -m anchorlab.cli "$@"; }
 EP60=${EP60:-configs/sweeps/p1_frontier_epochs60.toml}; EP60_DIR=runs/gpu_next/p1_frontier_epochs60
 LONG=${LONG:-configs/sweeps/p1_paper_gamma_long.toml}; LONG_DIR=runs/gpu_next/p1_paper_gamma_long
+EP30=${EP30:-configs/sweeps/p1_frontier_epochs30.toml}; EP30_DIR=runs/gpu_next/p1_frontier_epochs30
 mkdir -p "$OUT" runs/gpu_next
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true
 "$PY" -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')"
@@ -48,9 +52,14 @@ if [ "$(left)" -gt 60 ]; then
     cli_until_limit sweep "$LONG" --out "$LONG_DIR" --backend local --batch-models 3 \
         || echo "sweep 2 stopped (rc $?): resumable"
 fi
+if [ "$(left)" -gt 90 ]; then
+    cli_until_limit sweep "$EP30" --out "$EP30_DIR" --backend local --batch-models 6 \
+        || echo "sweep 3 stopped (rc $?): resumable"
+fi
 [ -n "$ref_pid" ] && { wait "$ref_pid" || echo "reference cells stopped (rc $?): resumable"; tail -3 "$OUT/reference_parts.log"; }
 cli sweep "$EP60" --out "$EP60_DIR" --dry-run | tee "$OUT/ep60_plan.txt" | tail -8
 cli sweep "$LONG" --out "$LONG_DIR" --dry-run | tail -5
+[ -d "$EP30_DIR" ] && cli sweep "$EP30" --out "$EP30_DIR" --dry-run | tail -8
 
 # Mechanism figures on the compressed-schedule runs, once all six are done.
 if grep -q "^6 done, 0 partial, 0 new" "$OUT/ep60_plan.txt"; then

@@ -5,7 +5,7 @@
 # FILES_AT: the folder the device call's files came back to (p1_gpu_next.tar.gz, ep60_*.safetensors);
 # TAG: the device and precision, as in the docs' folder names (default h200_bf16).
 # Writes (each run: config.json, metrics.jsonl, epochs.jsonl, summary.json, DONE where present):
-#   docs/p1_frontier/epochs60/          the compressed-schedule sweep, and p1-{gamma,curves,condensation}_epochs60
+#   docs/p1_frontier/epochs60/, epochs30/  the compressed-schedule sweeps, and p1-{gamma,curves,condensation}_epochsN
 #   docs/p1_paper_gamma/TAG_e60/        γ 1.2 at the paper schedule to epoch 60, and p1-{curves,condensation}_e60
 #   docs/p1_reference_parts/TAG/        the init-only and order-only cells (reference named by file name)
 #   docs/p1_mechanisms/epochs60/        the mechanism figures drawn on the device
@@ -54,9 +54,11 @@ figures() {  # SOURCE DEST_DIR SUFFIX FIGURE...
 }
 
 copy_runs "$G/p1_frontier_epochs60" docs/p1_frontier/epochs60
+copy_runs "$G/p1_frontier_epochs30" docs/p1_frontier/epochs30
 copy_runs "$G/p1_paper_gamma_long" "docs/p1_paper_gamma/${TAG}_e60"
 copy_runs "$G/p1_reference_parts" "docs/p1_reference_parts/$TAG"
 figures docs/p1_frontier/epochs60 docs/p1_frontier epochs60 p1-gamma p1-curves p1-condensation
+figures docs/p1_frontier/epochs30 docs/p1_frontier epochs30 p1-gamma p1-curves p1-condensation
 figures "docs/p1_paper_gamma/${TAG}_e60" docs/p1_paper_gamma e60 p1-curves p1-condensation
 if [ -d "$G/p1_mechanisms_epochs60" ]; then
     mkdir -p docs/p1_mechanisms/epochs60 && cp "$G"/p1_mechanisms_epochs60/* docs/p1_mechanisms/epochs60/
