@@ -286,6 +286,8 @@ def test_demo_states_the_committed_gamma_line(tmp_path):
     assert ("γ 1: symmetric >= 0.9 on 0/2, inferential >= 0.9 on 1/2, leaning inferential (>= 0.5, above symmetric) "
             "on 1/2 (inferential/symmetric 0.60/0.70, 0.95/0.00)") in text
     assert gamma_line_text(tmp_path / "none") == ""
+    other = gamma_line_text(tmp_path, intro="Compressed", source="elsewhere")
+    assert other.startswith("  Compressed, epoch 9, fp32 (elsewhere): γ 0.2: symmetric >= 0.9 on 1/1")
 
 
 def test_demo_states_the_committed_decomposition(tmp_path):

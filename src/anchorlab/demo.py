@@ -33,6 +33,8 @@ FIT_SPEED = Path(__file__).resolve().parents[2] / "docs" / "p1_fit_speed" / "d40
 REFERENCE_PARTS = Path(__file__).resolve().parents[2] / "docs" / "p1_reference_parts"
 # The committed γ-line runs beyond p1-both-sides' two γ (γ 0.3 / 0.4 / 1.0 / 1.2, bf16; docs/p1_both_sides.md)
 GAMMA_LINE = Path(__file__).resolve().parents[2] / "docs" / "p1_paper_gamma" / "h200_bf16"
+# The γ line's two ends with P1's schedule compressed to 60 epochs (docs/p1_frontier.md; absent until run).
+EPOCHS60 = Path(__file__).resolve().parents[2] / "docs" / "p1_frontier" / "epochs60"
 DEFAULT_P2_SPEC = DEFAULT_SPEC.with_name("demo_p2.toml")
 P2_COLUMNS = ("model", "gamma", "seed", "mem_acc", "rsn_train_acc", "rsn_test_acc", "final_train_loss")
 COLUMNS = ("init", "gamma", "std_W_Q", "seed", "seen_train_acc", "seen_test_acc",
@@ -193,10 +195,13 @@ def fit_speed_text(path: Path = FIT_SPEED, leaning: float = 0.3) -> str:
             f"{len(lean)} leaning inferential at {span(lean)} (docs/p1_fit_speed.md)")
 
 
-def gamma_line_text(root: Path = GAMMA_LINE, threshold: float = 0.9, leaning: float = 0.5) -> str:
-    """One line from the committed γ-line runs (docs/p1_both_sides.md, "The γ line"): for the largest and the
-    smallest γ there, on how many seeds (4,3) is symmetric >= ``threshold``, inferential >= ``threshold``, and
-    inferential-leaning (inferential >= ``leaning`` and above symmetric); "" when fewer than two γ are there."""
+def gamma_line_text(root: Path = GAMMA_LINE, threshold: float = 0.9, leaning: float = 0.5, *,
+                    intro: str = "Further out on the γ line, same config and seeds",
+                    source: str = "docs/p1_both_sides.md; anchorlab reproduce p1-paper-gamma") -> str:
+    """One line from committed γ-line runs (docs/p1_both_sides.md, "The γ line"; or ``root`` and its ``intro``
+    and ``source``): for the largest and the smallest γ there, on how many seeds (4,3) is symmetric >=
+    ``threshold``, inferential >= ``threshold``, and inferential-leaning (inferential >= ``leaning`` and above
+    symmetric); "" when fewer than two γ have finished runs there."""
     runs: dict[float, list[dict[str, Any]]] = {}
     precisions = set()
     for cfg, summary in _finished_runs(root):
@@ -218,8 +223,7 @@ def gamma_line_text(root: Path = GAMMA_LINE, threshold: float = 0.9, leaning: fl
                 f"leaning inferential (>= {leaning:g}, above symmetric) on {lean}/{n} (inferential/symmetric {values})")
 
     epochs = sorted({s["epochs"] for ss in runs.values() for s in ss})
-    return (f"  Further out on the γ line, same config and seeds, epoch {'/'.join(map(str, epochs))}, "
-            f"{'/'.join(sorted(precisions))} (docs/p1_both_sides.md; anchorlab reproduce p1-paper-gamma): "
+    return (f"  {intro}, epoch {'/'.join(map(str, epochs))}, {'/'.join(sorted(precisions))} ({source}): "
             f"{counts(min(runs))}; {counts(max(runs))}")
 
 
@@ -268,6 +272,10 @@ def paper_config_text(committed: list[dict[str, Any]], registry: Path | None = N
         lines.append("  On our own data seeds at this config, one learning rate, epoch 27 (one H100; "
                      "docs/p1_both_sides.md): " + "; ".join(parts) + ": the outcome varies by seed")
     if line := gamma_line_text():
+        lines.append(line)
+    if line := gamma_line_text(EPOCHS60, intro="The same two ends with P1's schedule compressed to 60 epochs "
+                               "(the LR decayed by then)",
+                               source="docs/p1_frontier.md; configs/sweeps/p1_frontier_epochs60.toml"):
         lines.append(line)
     if fit := fit_speed_text():
         lines.append(fit)
