@@ -54,6 +54,8 @@ from anchorlab.schedule import lr_at
 from anchorlab.tasks import TaskData, make_task_data
 from anchorlab.train import build_initialized_model, default_weight_metrics, epoch_order, make_summary
 
+# A run's batch order: (training rows, epoch) -> that epoch's permutation (train.epoch_order).
+EpochOrder = Callable[[int, int], torch.Tensor]
 # Called after every epoch with (run index, optimizer steps done, the run's total steps, latest metrics).
 BatchedProgressFn = Callable[[int, int, int, dict[str, Any]], None]
 
@@ -230,8 +232,8 @@ def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress
     for cfg in cfgs:
         cfg.validate()  # the batch size against the task's rows too, before anything is written
     reference_preflight(cfgs)  # a task.reference file that is not there: one line, nothing written
-    for cfg in cfgs:
-        epoch_order(cfg)  # a reference file recording fewer epochs of batch order than train.epochs: the same
+    # each run's batch order; a reference file recording fewer epochs of it than train.epochs: the same
+    orders = [epoch_order(cfg) for cfg in cfgs]
     bad = batch_mismatch(cfgs)
     if bad is not None:
         raise ConfigError(f"{bad}: runs trained together must share it (shared fields: {', '.join(SHARED_FIELDS)})")
@@ -250,17 +252,17 @@ def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress
             else:
                 rundir.start_writing(d, status)
                 pending.setdefault(_resume_epoch(d) if status == "resume" else 0, []).append(k)
-        first = {_draw_key(cfgs[k]): cfgs[k] for g in pending.values() for k in g}
-        if data is not None and len(first) > 1:
-            raise ValueError(f"train_batched: data given, but the runs draw from {len(first)} data seeds "
-                             f"{sorted(first, key=str)}")
+        by_draw = {_draw_key(cfgs[k]): cfgs[k] for g in pending.values() for k in g}  # one run per distinct draw
+        if data is not None and len(by_draw) > 1:
+            raise ValueError(f"train_batched: data given, but the runs draw from {len(by_draw)} data seeds "
+                             f"{sorted(by_draw, key=str)}")
         draws = {key: data if data is not None else make_task_data(c.task, c.seeds.data_seed)
-                 for key, c in first.items()}
+                 for key, c in by_draw.items()}
         diverged = []
         for group in pending.values():
             out, failed = _train_group([cfgs[k] for k in group], [dirs[k] for k in group],
-                                       [draws[_draw_key(cfgs[k])] for k in group], group, progress,
-                                       show_progress)
+                                       [draws[_draw_key(cfgs[k])] for k in group], [orders[k] for k in group],
+                                       group, progress, show_progress)
             summaries.update((k, s) for k, s in zip(group, out) if s is not None)
             diverged += failed
         if diverged:  # the others finished; each diverged run is marked FAILED in its directory
@@ -288,8 +290,8 @@ class _Draw:
                    torch.from_numpy(data.in_train.nonzero()[0]).to(device))
 
 
-def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData], index: list[int],
-                 progress: BatchedProgressFn | None,
+def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData], orders: list[EpochOrder],
+                 index: list[int], progress: BatchedProgressFn | None,
                  show_progress: bool) -> tuple[list[dict[str, Any] | None], list[str]]:
     """Train one group together; returns the summaries (None for a run that diverged) and the messages of the runs that
     diverged (stopped at their first non-finite epoch loss, their last finite resume point kept)."""
@@ -312,7 +314,6 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData],
     x_train_D = torch.stack([dr.all_x[dr.train_idx] for dr in draws])  # [D, n_train, P], resident on the device
     y_train_D = torch.stack([dr.all_y[dr.train_idx] for dr in draws])
     draw_K1 = torch.tensor(d_K, device=device)[:, None]
-    orders = [epoch_order(c) for c in cfgs]
     n_train, B = x_train_D.shape[1], tc0.batch_size
     data = datas[0]
     steps_per_epoch = tc0.steps_per_epoch(n_train)

@@ -294,7 +294,6 @@ def p1_fit_speed(run_dirs: list[Path], out: str | Path, loss_threshold: float = 
     return save_figure(plot_fit_speed(rows, loss_threshold, pair=pairs), rows, Path(out), "p1-fit-speed")
 
 
-
 @figure("p1-condensation", "runs", "P1 mechanisms over training from the logged scalars: W_Q⁰ stable rank and "
         "neuron groups, and the item embeddings' top covariance share per epoch, a line per run coloured by γ")
 def p1_condensation(run_dirs: list[Path], out: str | Path) -> Path:
