@@ -16,7 +16,8 @@ from tests.conftest import tiny_config
 
 # evaluations and kept checkpoints every 2 epochs: the 3-epoch source evaluates and keeps epoch 3 only because
 # it is its last, which the 5-epoch run does not do
-CADENCE = {"task.data_size": 1600, "train.eval_every": 2, "train.checkpoint_every": 2}
+# (a cosine over 10 epochs: the rate still falls at the end, so a cooldown changes it)
+CADENCE = {"task.data_size": 1600, "train.eval_every": 2, "train.checkpoint_every": 2, "train.cosine_epochs": 10.0}
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +99,34 @@ def test_a_source_that_is_not_an_anchor_run_is_refused(tmp_path, capsys):
     assert main(["train", "--from", str(tmp_path / "lm"), "--set", "train.epochs=5",
                  "--out", str(tmp_path / "o")]) == 2
     assert "--from" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_a_cooldown_branch_ends_as_the_cooldown_run_from_step_0(runs, tmp_path):
+    root, _ = runs
+    cooled = tiny_config(**CADENCE, **{"train.epochs": 5, "train.cooldown_epochs": 2})
+    direct = train(cooled, tmp_path / "direct", show_progress=False)
+    cfg = longer_config(root / "short", ["train.epochs=5", "train.cooldown_epochs=2"])
+    assert cfg == cooled
+    assert seed_longer_run(root / "short", cfg, tmp_path / "branch")
+    branched = train(cfg, tmp_path / "branch", show_progress=False)
+    assert rundir.read_metrics(tmp_path / "branch") == rundir.read_metrics(tmp_path / "direct")
+    lrs = {r["epoch"]: r["lr"] for r in rundir.read_metrics(tmp_path / "direct")}
+    full = {r["epoch"]: r["lr"] for r in rundir.read_metrics(root / "full")}
+    assert lrs[0] == full[0] and lrs[2] == full[2] and lrs[4] < full[4]  # the same until epoch 3, then cooled
+    a, b = rundir.load_checkpoint(tmp_path / "branch"), rundir.load_checkpoint(tmp_path / "direct")
+    assert all(torch.equal(a[k], b[k]) for k in b)
+    assert branched["final_train_loss"] == direct["final_train_loss"]
+
+
+@pytest.mark.parametrize("sets", [
+    ["train.epochs=5", "train.cooldown_epochs=3"],  # would cool epoch 3, which the source trained
+    ["train.epochs=5", "train.cosine_epochs=3"],  # a shorter cosine changes the rate from the warm-up's end
+])
+def test_a_schedule_that_changes_trained_steps_is_one_line_exit_2(runs, tmp_path, capsys, sets):
+    root, _ = runs
+    out = tmp_path / "run"
+    args = ["train", "--from", str(root / "short"), *[x for s in sets for x in ("--set", s)], "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "train: this schedule changes the learning rate of step" in err
+    assert not out.exists()

@@ -256,6 +256,7 @@ class TrainConfig:
     warmup_epochs: float = 10.0
     cosine_epochs: float = 200.0
     lr_min: float = 1e-5  # end of the cosine
+    cooldown_epochs: float = 0.0  # last epochs fall linearly to lr_min (not in P1; anchorlab.schedule); 0 = none
     weight_decay: float = 0.01
     beta1: float = 0.9
     beta2: float = 0.999
@@ -281,6 +282,8 @@ class TrainConfig:
         check(self.lr_multiplier >= 1, "train.lr_multiplier", "a float >= 1 (peak = lr * lr_multiplier)")
         check(self.warmup_epochs >= 0 and self.cosine_epochs > 0, "train.cosine_epochs",
                "warmup_epochs >= 0 and cosine_epochs > 0")
+        check(0 <= self.cooldown_epochs <= self.epochs, "train.cooldown_epochs",
+              f"a float in [0, train.epochs = {self.epochs}] (0 = no cooldown)")
         check(self.weight_decay >= 0, "train.weight_decay", "a float >= 0")
         check(0 <= self.beta1 < 1 and 0 <= self.beta2 < 1, "train.beta1", "betas in [0, 1)")
         check(self.grad_clip >= 0, "train.grad_clip", "a float >= 0 (0 disables clipping)")

@@ -208,7 +208,7 @@ def layered(path: str | Path | None, overrides: list[str] | tuple[str, ...],
 EXECUTION_FIELDS = ("train.threads",)
 # Fields added after run ids were in use, hashed only when set away from their default, so that the runs made
 # before they existed (committed outputs, sweeps in progress) keep their ids. They do decide the numbers.
-HASHED_WHEN_SET = ("task.reference_parts",)
+HASHED_WHEN_SET = ("task.reference_parts", "train.cooldown_epochs")
 
 
 def execution_fields(cls: type) -> tuple[str, ...]:

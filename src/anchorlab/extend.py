@@ -1,16 +1,20 @@
-"""Train an anchor-task run for more epochs: a new run directory seeded from an existing run's files.
+"""Train an anchor-task run further: a new run directory seeded from an existing run's files, for more epochs or
+with its learning rate changed from where it stopped (a cooldown, a shorter cosine).
 
-Sound because nothing an anchor-task run computes depends on ``train.epochs`` except where it stops: the
-learning rate (:func:`anchorlab.schedule.lr_at`: warm-up over ``train.warmup_epochs``, cosine over
-``train.cosine_epochs``) and the batch order (:func:`anchorlab.train.batch_order`, a function of seed and epoch)
-are the same for every length, so the first E epochs of an N-epoch run *are* the E-epoch run. A run of
-``train.epochs = N`` seeded from an E-epoch run's metrics, checkpoints and resume state therefore ends exactly as
-the N-epoch run trained from step 0 (tested), in a fraction of the time. What the E-epoch run wrote only because
-E was its last epoch (an evaluation or a kept checkpoint off the cadence of ``train.eval_every`` /
-``train.checkpoint_every``) is left out of the copy; its TensorBoard events get a restart mark there, so
-TensorBoard drops that evaluation too.
+Sound because nothing an anchor-task run computes depends on ``train.epochs`` except where it stops and the
+learning rate: the batch order (:func:`anchorlab.train.batch_order`, a function of seed and epoch) is the same for
+every length, and without a cooldown so is the rate (:func:`anchorlab.schedule.lr_at`: warm-up over
+``train.warmup_epochs``, cosine over ``train.cosine_epochs``). So the first E epochs of an N-epoch run *are* the
+E-epoch run wherever the two schedules give every one of those E epochs' steps the same rate, which is checked
+here step by step. A run seeded from an E-epoch run's metrics, checkpoints and resume state therefore ends
+exactly as the new config trained from step 0 would (tested), in a fraction of the time:
 
     anchorlab train --from runs/p1_smaller_init/f288beb7d368 --set train.epochs=36
+    anchorlab train --from runs/p1_smaller_init/2bc8b04d9809 --set train.epochs=33 --set train.cooldown_epochs=6
+
+What the E-epoch run wrote only because E was its last epoch (an evaluation or a kept checkpoint off the cadence
+of ``train.eval_every`` / ``train.checkpoint_every``) is left out of the copy; its TensorBoard events get a
+restart mark there, so TensorBoard drops that evaluation too.
 
 The seeded directory is complete before it appears (built under a temporary name, then renamed); from then on
 it is an ordinary unfinished run, so the same command again resumes it. The source is only read.
@@ -26,12 +30,18 @@ from pathlib import Path
 from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError, RunConfig, from_dict
 from anchorlab.config_tools import parse_override, set_dotted
+from anchorlab.schedule import lr_at
+
+# The fields a run seeded from another may change: its length and its learning rate's shape. A change passes
+# only where the rate of every step the source trained stays the same (:func:`longer_config`).
+SCHEDULE_FIELDS = ("epochs", "cooldown_epochs", "cosine_epochs", "lr_min", "schedule")
 
 
 def longer_config(source: str | Path, overrides: list[str] | tuple[str, ...]) -> RunConfig:
-    """The config of the anchor-task run in ``source`` with ``overrides`` applied: a longer run of the same
-    config. Anything but ``train.epochs`` (and execution fields such as ``train.threads``) changed, fewer or
-    equal epochs, a source that is not an anchor-task run or that stopped early: a :class:`ConfigError`."""
+    """The config of the anchor-task run in ``source`` with ``overrides`` applied: the same run trained further.
+    Anything but :data:`SCHEDULE_FIELDS` of ``train`` (and execution fields such as ``train.threads``) changed,
+    a schedule that changes the rate of a step the source trained, no epoch past the source's, a source that
+    is not an anchor-task run or that stopped early: a :class:`ConfigError`."""
     source = Path(source)
     if not (source / rundir.CONFIG).is_file():
         raise ConfigError(f"--from: {source} is not a run directory (no {rundir.CONFIG})")
@@ -43,10 +53,12 @@ def longer_config(source: str | Path, overrides: list[str] | tuple[str, ...]) ->
     for item in overrides:
         set_dotted(d, *parse_override(item))
     cfg = from_dict(d)
-    same_length = cfg.replace(**{"train.epochs": old.train.epochs})
-    if not rundir.same_run(old.to_dict(), same_length):
-        diff = rundir.first_difference(rundir.identity(old.to_dict(), old), rundir.identity(same_length.to_dict(), old))
-        raise ConfigError(f"{diff}: differs from --from {source}; a longer run may change only train.epochs")
+    same_schedule = cfg.replace(**{f"train.{f}": getattr(old.train, f) for f in SCHEDULE_FIELDS})
+    if not rundir.same_run(old.to_dict(), same_schedule):
+        diff = rundir.first_difference(rundir.identity(old.to_dict(), old),
+                                       rundir.identity(same_schedule.to_dict(), old))
+        raise ConfigError(f"{diff}: differs from --from {source}; a run trained further may change only "
+                          f"train.{', train.'.join(SCHEDULE_FIELDS)}")
     if cfg.train.epochs <= old.train.epochs:
         raise ConfigError(f"train.epochs: {cfg.train.epochs} must exceed the {old.train.epochs} epochs of "
                           f"--from {source}")
@@ -55,8 +67,18 @@ def longer_config(source: str | Path, overrides: list[str] | tuple[str, ...]) ->
     if rundir.is_done(source) and last_epoch < old.train.epochs:
         raise ConfigError(f"--from: {source} stopped early at epoch {last_epoch} (train.early_stop_loss "
                           f"{old.train.early_stop_loss:g}); a longer run stops there too")
-    if rundir.resume_point(source) is None:
+    point = rundir.resume_point(source)
+    if point is None:
         raise ConfigError(f"--from: {source} has no resume state ({rundir.CKPT_DIR}/{rundir.RESUME}) to continue from")
+    step, epoch = point
+    if step > 0:
+        per_epoch = step // epoch
+        changed = next((t for t in range(step) if lr_at(t, cfg.train, per_epoch) != lr_at(t, old.train, per_epoch)),
+                       None)
+        if changed is not None:
+            raise ConfigError(f"train: this schedule changes the learning rate of step {changed} (epoch "
+                              f"{changed // per_epoch}), which --from {source} has trained; a run trained further "
+                              f"may change the rate only from step {step} (epoch {epoch}) on")
     return cfg
 
 
