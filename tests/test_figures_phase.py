@@ -20,9 +20,9 @@ CURVES = {
 }
 
 
-def fake_run(d, gamma, seed, evals, done):
+def fake_run(d, gamma, seed, evals, done, **dotted):
     """A run directory holding what training would have written for these evaluations (nothing else)."""
-    cfg = tiny_config(**{"init.gamma": gamma, "seeds.init_seed": seed})
+    cfg = tiny_config(**{"init.gamma": gamma, "seeds.init_seed": seed, **dotted})
     d.mkdir(parents=True)
     rundir.write_json(d / rundir.CONFIG, cfg.to_dict())
     (d / rundir.METRICS).write_text("".join(json.dumps(
@@ -62,6 +62,21 @@ def test_p1_curves_takes_a_sweep_directory_and_refuses_runs_without_evaluations(
     empty = fake_run(tmp_path / "empty", 0.8, 1, [], done=False)
     with pytest.raises(ConfigError, match="p1-curves: needs composite-task"):
         draw("p1-curves", [empty], tmp_path / "o2")
+
+
+def test_p1_curves_tells_a_cooled_down_branch_from_its_source(tmp_path, monkeypatch):
+    from anchorlab.figures import phase
+
+    peak = fake_run(tmp_path / "peak", 0.8, 1, CURVES[(0.8, 1)], done=True, **{"train.epochs": 6})
+    cooled = fake_run(tmp_path / "cool", 0.8, 1, CURVES[(0.8, 1)], done=True,
+                      **{"train.epochs": 6, "train.cooldown_epochs": 2})
+    seen = {}
+    monkeypatch.setattr(phase, "plot_probe_curves", lambda curves, **kw: seen.setdefault("c", curves) and None)
+    monkeypatch.setattr(phase, "save_figure", lambda fig, rows, out, name: seen.setdefault("rows", rows))
+    phase.p1_curves([peak, cooled], tmp_path / "o")
+    assert [c["label"] for c in seen["c"]] == ["seed 1", "seed 1, cooled from epoch 4"]  # two markers, one panel
+    assert len({c["group"] for c in seen["c"]}) == 1
+    assert {r["cooldown_from"] for r in seen["rows"]} == {None, 4}
 
 
 def _png_width(path):

@@ -98,7 +98,8 @@ CURVE_EXTRA_KEYS = {"inferential_xel": "unseen_inferential_acc_xel", "symmetric_
 
 def curve_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
     """One row per evaluation (``metrics.jsonl``) of each composite-task run of ``run_dirs``: run, model, width,
-    γ, std of W_Q, precision, seed, ``status`` (done / unfinished), epoch, step, and the accuracies of
+    γ, std of W_Q, precision, seed, ``status`` (done / unfinished), ``cooldown_from`` (the epoch a
+    ``train.cooldown_epochs`` cooldown starts; None without one), epoch, step, and the accuracies of
     ``CURVE_KEYS`` (plus ``CURVE_EXTRA_KEYS`` where logged). Runs ordered by model, width, γ, precision, seed;
     other runs (other tasks, no config) are left out."""
     return [r for rows in _curve_runs(run_dirs) for r in rows]
@@ -118,15 +119,17 @@ def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None) -> li
         std = init_std("attn_in", (m.n_heads, m.d_model, m.d_head), cfg.init) if m.name == "gpt" else None
         head = {"run_id": d.name, "model": model_label(cfg), "d_model": m.d_model, "gamma": cfg.init.gamma,
                 "std_W_Q": std, "precision": cfg.train.precision, "seed": cfg.seeds.init_seed,
-                "status": "done" if rundir.is_done(d) else "unfinished", "pair": _probe_pair(cfg)}
+                "status": "done" if rundir.is_done(d) else "unfinished", "pair": _probe_pair(cfg),
+                "cooldown_from": (cfg.train.epochs - cfg.train.cooldown_epochs) if cfg.train.cooldown_epochs else None}
         rows = [{**head, "epoch": r["epoch"], "step": r["step"],
                  **{k: r.get(key) for k, key in CURVE_KEYS.items()},
                  **{k: r[key] for k, key in CURVE_EXTRA_KEYS.items() if key in r},
                  **{k: r.get(key) for k, key in (extra or {}).items()}}
                 for r in rundir.read_metrics(d) if CURVE_KEYS["inferential"] in r]
         if rows:
-            runs.append(((head["model"], head["d_model"], head["gamma"], head["precision"], head["seed"], str(d)),
-                         rows))
+            cooled = (head["cooldown_from"] is not None, head["cooldown_from"] or 0)  # a branch after its source
+            runs.append(((head["model"], head["d_model"], head["gamma"], head["precision"], head["seed"], cooled,
+                          str(d)), rows))
     return [rows for _, rows in sorted(runs, key=lambda kv: kv[0])]
 
 
@@ -137,9 +140,10 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9) -> 
     pair's inferential and symmetric accuracy, pooled over train- and test-type keys (``unseen_inferential_acc``
     / ``unseen_symmetric_acc``, the headline keys of p1-gamma and the demo's checks), and the seen pairs'
     test-key accuracy (``seen_test_acc``) against epoch. One panel per (model, d_model, γ; and precision where
-    the runs mix fp32 and bf16), one marker per seed, a line at ``threshold`` (the demo's 0.9 bar). The CSV (one
-    row per evaluation, :func:`curve_rows`) also carries the train-type-key values (``_xel``) that the
-    paper-config replay tables (docs/p1_paper_vs_reference.md) compare with the authors' log."""
+    the runs mix fp32 and bf16), one marker per seed (a cooled-down run is its own), a line at ``threshold``
+    (the demo's 0.9 bar). The CSV (one row per evaluation, :func:`curve_rows`) also carries the train-type-key
+    values (``_xel``) that the paper-config replay tables (docs/p1_paper_vs_reference.md) compare with the
+    authors' log."""
     runs = _curve_runs([Path(d) for d in run_dirs])
     if not runs:
         raise ConfigError("figure p1-curves: needs composite-task (P1) runs with at least one evaluation")
@@ -150,7 +154,9 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9) -> 
         std = f" (std W_Q {r['std_W_Q']:.3g})" if r["std_W_Q"] is not None else ""
         group = f"γ {r['gamma']:g}{std}\n{r['model']}, d_model {r['d_model']}"
         curves.append({"group": group + (f", {r['precision']}" if mixed_precision else ""),
-                       "label": f"seed {r['seed']}", "epoch": [e["epoch"] for e in rows],
+                       "label": f"seed {r['seed']}" + ("" if r["cooldown_from"] is None
+                                                       else f", cooled from epoch {r['cooldown_from']:g}"),
+                       "epoch": [e["epoch"] for e in rows],
                        **{k: [float("nan") if e[k] is None else float(e[k]) for e in rows] for k in CURVE_KEYS}})
     pairs = " / ".join(sorted({rows[0]["pair"] for rows in runs}))
     fig = plot_probe_curves(curves, pair=pairs, threshold=threshold,
