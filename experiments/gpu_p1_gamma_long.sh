@@ -5,11 +5,13 @@
 #     beside it, if the authors' reference file is carried in (REF, default .ref/p1_authors_paper_g0.8_s1.npz),
 #     configs/sweeps/p1_reference_init_order.toml as one batched group of 2 (the init-only and order-only cells
 #     of the data / init / order decomposition: γ 0.8, our seed 3 otherwise, 27 epochs, bf16);
-#  2. with the time left, configs/sweeps/p1_paper_gamma_long.toml: γ 1.2 × seeds 1-3 at the paper schedule to
-#     epoch 60, one batched group of 3;
-#  3. with the time still left, configs/sweeps/p1_frontier_epochs30.toml: the same two ends with the schedule
+#  2. with the time left, configs/sweeps/p1_cooldown.toml: the same two ends at the paper schedule cooled to
+#     1e-5 over epochs 27-33 (train.cooldown_epochs = 6), one batched group of 6;
+#  3. with the time still left, configs/sweeps/p1_paper_gamma_long.toml: γ 1.2 × seeds 1-3 at the paper schedule
+#     to epoch 60, one batched group of 3;
+#  4. with the time still left, configs/sweeps/p1_frontier_epochs30.toml: the same two ends with the schedule
 #     compressed to 30 epochs (cosine over 20), one batched group of 6;
-#  4. once sweep 1 is complete: P1's mechanism figures (p1-fig3, -fig5, -fig12, -fig13) on its γ 1.2 and γ 0.3
+#  5. once sweep 1 is complete: P1's mechanism figures (p1-fig3, -fig5, -fig12, -fig13) on its γ 1.2 and γ 0.3
 #     seed-1 runs, drawn there from their checkpoints, and those two runs' last checkpoints brought back (two
 #     files of ~11 MB: the weights, for figures drawn here later; not resume states).
 # It stops itself LIMIT seconds after it starts (default 540, inside the device's 10-minute limit); called again
@@ -20,8 +22,8 @@
 #   here, after:  bash experiments/ingest_gpu_next.sh FILES_AT [h200_bf16|h100_bf16]   (into docs/p1_frontier/,
 #                 docs/p1_paper_gamma/, docs/p1_reference_parts/, docs/p1_mechanisms/, with their figures)
 # Estimates, not measured: sweep 1 is 273M training sequences at K = 6's 907,600 seq/s (bf16, one H100) ≈ 5 min
-# plus 21 evaluations of 900,000 rows × 6 models; the reference cells ~3 min beside it; sweeps 2 and 3 137M
-# each ≈ 3 min.
+# plus 21 evaluations of 900,000 rows × 6 models; the reference cells ~3 min beside it; sweep 2 150M ≈ 3 min;
+# sweeps 3 and 4 137M each ≈ 3 min.
 # Set LIMIT (seconds) to stop earlier; PY (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +35,7 @@ cli_until_limit() { PYTHONPATH=src timeout "$(left)" "$PY" -m anchorlab.cli "$@"
 EP60=${EP60:-configs/sweeps/p1_frontier_epochs60.toml}; EP60_DIR=runs/gpu_next/p1_frontier_epochs60
 LONG=${LONG:-configs/sweeps/p1_paper_gamma_long.toml}; LONG_DIR=runs/gpu_next/p1_paper_gamma_long
 EP30=${EP30:-configs/sweeps/p1_frontier_epochs30.toml}; EP30_DIR=runs/gpu_next/p1_frontier_epochs30
+COOL=${COOL:-configs/sweeps/p1_cooldown.toml}; COOL_DIR=runs/gpu_next/p1_cooldown
 mkdir -p "$OUT" runs/gpu_next
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true
 "$PY" -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')"
@@ -49,15 +52,20 @@ fi
 cli_until_limit sweep "$EP60" --out "$EP60_DIR" --backend local --batch-models 6 \
     || echo "sweep 1 stopped (rc $?): resumable"
 if [ "$(left)" -gt 60 ]; then
-    cli_until_limit sweep "$LONG" --out "$LONG_DIR" --backend local --batch-models 3 \
+    cli_until_limit sweep "$COOL" --out "$COOL_DIR" --backend local --batch-models 6 \
         || echo "sweep 2 stopped (rc $?): resumable"
+fi
+if [ "$(left)" -gt 60 ]; then
+    cli_until_limit sweep "$LONG" --out "$LONG_DIR" --backend local --batch-models 3 \
+        || echo "sweep 3 stopped (rc $?): resumable"
 fi
 if [ "$(left)" -gt 90 ]; then
     cli_until_limit sweep "$EP30" --out "$EP30_DIR" --backend local --batch-models 6 \
-        || echo "sweep 3 stopped (rc $?): resumable"
+        || echo "sweep 4 stopped (rc $?): resumable"
 fi
 [ -n "$ref_pid" ] && { wait "$ref_pid" || echo "reference cells stopped (rc $?): resumable"; tail -3 "$OUT/reference_parts.log"; }
 cli sweep "$EP60" --out "$EP60_DIR" --dry-run | tee "$OUT/ep60_plan.txt" | tail -8
+[ -d "$COOL_DIR" ] && cli sweep "$COOL" --out "$COOL_DIR" --dry-run | tail -8
 cli sweep "$LONG" --out "$LONG_DIR" --dry-run | tail -5
 [ -d "$EP30_DIR" ] && cli sweep "$EP30" --out "$EP30_DIR" --dry-run | tail -8
 

@@ -6,6 +6,7 @@
 # TAG: the device and precision, as in the docs' folder names (default h200_bf16).
 # Writes (each run: config.json, metrics.jsonl, epochs.jsonl, summary.json, DONE where present):
 #   docs/p1_frontier/epochs60/, epochs30/  the compressed-schedule sweeps, and p1-{gamma,curves,condensation}_epochsN
+#   docs/p1_cooldown/TAG/               the two ends cooled over epochs 27-33, and p1-{gamma,curves}_TAG
 #   docs/p1_paper_gamma/TAG_e60/        γ 1.2 at the paper schedule to epoch 60, and p1-{curves,condensation}_e60
 #   docs/p1_reference_parts/TAG/        the init-only and order-only cells (reference named by file name)
 #   docs/p1_mechanisms/epochs60/        the mechanism figures drawn on the device
@@ -55,12 +56,14 @@ figures() {  # SOURCE DEST_DIR SUFFIX FIGURE...
 
 copy_runs "$G/p1_frontier_epochs60" docs/p1_frontier/epochs60
 copy_runs "$G/p1_frontier_epochs30" docs/p1_frontier/epochs30
+copy_runs "$G/p1_cooldown" "docs/p1_cooldown/$TAG"
 copy_runs "$G/p1_paper_gamma_long" "docs/p1_paper_gamma/${TAG}_e60"
 copy_runs "$G/p1_reference_parts" "docs/p1_reference_parts/$TAG"
 figures docs/p1_frontier/epochs60 docs/p1_frontier epochs60 p1-gamma p1-curves p1-condensation
 figures docs/p1_frontier/epochs30 docs/p1_frontier epochs30 p1-gamma p1-curves p1-condensation
+figures "docs/p1_cooldown/$TAG" docs/p1_cooldown "$TAG" p1-gamma p1-curves
 figures "docs/p1_paper_gamma/${TAG}_e60" docs/p1_paper_gamma e60 p1-curves p1-condensation
-if [ -d "$G/p1_mechanisms_epochs60" ]; then
+if [ -n "$(ls -A "$G/p1_mechanisms_epochs60" 2>/dev/null)" ]; then  # (made, and not stopped before a figure)
     mkdir -p docs/p1_mechanisms/epochs60 && cp "$G"/p1_mechanisms_epochs60/* docs/p1_mechanisms/epochs60/
 fi
 for w in "$SRC"/ep60_*.safetensors; do  # ep60_g1.2_s1_step_0022200.safetensors
