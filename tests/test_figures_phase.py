@@ -64,6 +64,15 @@ def test_p1_curves_takes_a_sweep_directory_and_refuses_runs_without_evaluations(
         draw("p1-curves", [empty], tmp_path / "o2")
 
 
+def test_p1_gamma_gives_an_unfinished_run_its_init_std(tmp_path):
+    from anchorlab.figures.phase import gamma_rows
+
+    runs = [fake_run(tmp_path / f"g{g}_s{s}", g, s, ev, done=False) for (g, s), ev in CURVES.items()]
+    rows = gamma_rows(runs)
+    assert [r["status"] for r in rows] == ["unfinished"] * 2
+    assert [r["std"] for r in rows] == pytest.approx([16 ** -0.5, 16 ** -0.8])  # d_model 16, d_in of W_Q
+
+
 def test_p1_curves_tells_a_cooled_down_branch_from_its_source(tmp_path, monkeypatch):
     from anchorlab.figures import phase
 

@@ -56,6 +56,14 @@ def _probe_pair(cfg: RunConfig) -> str:
     return "({},{})".format(*task.probe_pair)
 
 
+def _std_W_Q(cfg: RunConfig) -> float | None:
+    """The init std of a Transformer's W_Q (None for the Emb-MLP), as a finished run's summary records it."""
+    from anchorlab.init import init_std
+
+    m = cfg.model
+    return init_std("attn_in", (m.n_heads, m.d_model, m.d_head), cfg.init) if m.name == "gpt" else None
+
+
 def gamma_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
     """One row per composite-task run of ``run_dirs`` that has an evaluation: model, γ, seed, std of W_Q and
     the held-out pair's inferential / symmetric / seen-test accuracy (final; the last evaluation of an
@@ -70,7 +78,7 @@ def gamma_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
         if "unseen_inferential_acc" not in last:
             continue
         rows.append({"run_id": d.name, "model": model_label(cfg), "gamma": cfg.init.gamma,
-                     "seed": cfg.seeds.init_seed, "std": last.get("std_W_Q"),
+                     "seed": cfg.seeds.init_seed, "std": last.get("std_W_Q", _std_W_Q(cfg)),
                      "inferential": last["unseen_inferential_acc"], "symmetric": last["unseen_symmetric_acc"],
                      "seen_test": last.get("seen_test_acc"), "status": "done" if done else "unfinished",
                      "pair": _probe_pair(cfg)})
@@ -108,17 +116,14 @@ def curve_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
 def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None) -> list[list[dict[str, Any]]]:
     """:func:`curve_rows` per run (runs with no evaluation left out), so two runs of one name stay apart; each
     row also carries ``extra`` (column → logged key; None where not logged)."""
-    from anchorlab.init import init_std
-
     runs = []
     for d in run_dirs:
         cfg = _composite_config(d)
         if cfg is None:
             continue
         m = cfg.model
-        std = init_std("attn_in", (m.n_heads, m.d_model, m.d_head), cfg.init) if m.name == "gpt" else None
         head = {"run_id": d.name, "model": model_label(cfg), "d_model": m.d_model, "gamma": cfg.init.gamma,
-                "std_W_Q": std, "precision": cfg.train.precision, "seed": cfg.seeds.init_seed,
+                "std_W_Q": _std_W_Q(cfg), "precision": cfg.train.precision, "seed": cfg.seeds.init_seed,
                 "status": "done" if rundir.is_done(d) else "unfinished", "pair": _probe_pair(cfg),
                 "cooldown_from": (cfg.train.epochs - cfg.train.cooldown_epochs) if cfg.train.cooldown_epochs else None}
         rows = [{**head, "epoch": r["epoch"], "step": r["step"],
