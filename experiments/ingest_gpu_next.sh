@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Here, after the device call of experiments/gpu_p1_gamma_long.sh: its small outputs into docs/, its figures
-# drawn, the two checkpoints it brought back set up as runs under runs/ (never committed).
+# Here, after the device call of experiments/gpu_p1_gamma_long.sh or gpu_p1_levers.sh: its small outputs into
+# docs/, its figures drawn, the two checkpoints it brought back set up as runs under runs/ (never committed).
 #   bash experiments/ingest_gpu_next.sh FILES_AT [TAG]
 # FILES_AT: the folder the device call's files came back to (p1_gpu_next.tar.gz, ep60_*.safetensors);
 # TAG: the device and precision, as in the docs' folder names (default h200_bf16).
@@ -9,6 +9,8 @@
 #   docs/p1_cooldown/TAG/               the two ends cooled over epochs 27-33, and p1-{gamma,curves}_TAG
 #   docs/p1_paper_gamma/TAG_e60/        γ 1.2 at the paper schedule to epoch 60, and p1-{curves,condensation}_e60
 #   docs/p1_reference_parts/TAG/        the init-only and order-only cells (reference named by file name)
+#   docs/p1_levers/wd_TAG/wdW/, lr_TAG/mM/  weight decay W at both ends, γ 1.2 at P1's rate multiplier M (one
+#                                       folder per value), and p1-{gamma,curves}_{wd,lr}_TAG_{wdW,mM}
 #   docs/p1_mechanisms/epochs60/        the mechanism figures drawn on the device
 #   runs/p1_frontier_epochs60_weights/  the last weights of γ 1.2 / 0.3 seed 1 as run directories (for
 #                                       `anchorlab figure p1-fig4 | p1-fig3b` here)
@@ -45,6 +47,20 @@ EOF
     echo "$dst: $(find "$dst" -name DONE | wc -l) done of $(find "$dst" -name config.json | wc -l) runs"
 }
 
+split_by() {  # DIR TRAIN_FIELD LABEL: DIR/<run> -> DIR/<LABEL><value>/<run>, one folder (and figure) per value
+    [ -d "$1" ] || return 0
+    python3 - "$@" <<'EOF'
+import json, pathlib, shutil, sys
+root, field, label = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+for cfg in sorted(root.glob("*/config.json")):
+    value = json.loads(cfg.read_text())["train"][field]
+    dest = root / f"{label}{value:g}" / cfg.parent.name
+    dest.parent.mkdir(exist_ok=True)
+    shutil.rmtree(dest, ignore_errors=True)  # an earlier ingest's copy of the run: this one is newer
+    cfg.parent.rename(dest)
+EOF
+}
+
 figures() {  # SOURCE DEST_DIR SUFFIX FIGURE...
     local src=$1 dst=$2 suffix=$3 fig; shift 3
     [ -d "$src" ] || return 0
@@ -59,10 +75,17 @@ copy_runs "$G/p1_frontier_epochs30" docs/p1_frontier/epochs30
 copy_runs "$G/p1_cooldown" "docs/p1_cooldown/$TAG"
 copy_runs "$G/p1_paper_gamma_long" "docs/p1_paper_gamma/${TAG}_e60"
 copy_runs "$G/p1_reference_parts" "docs/p1_reference_parts/$TAG"
+copy_runs "$G/p1_wd_ends" "docs/p1_levers/wd_$TAG"
+copy_runs "$G/p1_gamma12_lr" "docs/p1_levers/lr_$TAG"
+split_by "docs/p1_levers/wd_$TAG" weight_decay wd
+split_by "docs/p1_levers/lr_$TAG" lr_multiplier m
 figures docs/p1_frontier/epochs60 docs/p1_frontier epochs60 p1-gamma p1-curves p1-condensation
 figures docs/p1_frontier/epochs30 docs/p1_frontier epochs30 p1-gamma p1-curves p1-condensation
 figures "docs/p1_cooldown/$TAG" docs/p1_cooldown "$TAG" p1-gamma p1-curves
 figures "docs/p1_paper_gamma/${TAG}_e60" docs/p1_paper_gamma e60 p1-curves p1-condensation
+for d in docs/p1_levers/wd_"$TAG"/wd* docs/p1_levers/lr_"$TAG"/m*; do
+    [ -d "$d" ] && figures "$d" docs/p1_levers "$(basename "$(dirname "$d")")_$(basename "$d")" p1-gamma p1-curves
+done
 if [ -n "$(ls -A "$G/p1_mechanisms_epochs60" 2>/dev/null)" ]; then  # (made, and not stopped before a figure)
     mkdir -p docs/p1_mechanisms/epochs60 && cp "$G"/p1_mechanisms_epochs60/* docs/p1_mechanisms/epochs60/
 fi
