@@ -396,7 +396,8 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData],
                     status = {"loss": epoch_loss[k], **{m: last[k].get(m) for m in HEADLINE[cfg.task.name]}}
                     progress(index[k], step, steps_per_epoch * tc.epochs, status)
                 if final:
-                    _finish(cfg, d, s.load_into(scratch, k), steps_per_epoch, n_train, t_start)
+                    _finish(cfg, d, s.load_into(scratch, k), steps_per_epoch, n_train, t_start,
+                            [c.run_id() for c in cfgs])
                     stopped[k] = True
                     active_K[k] = 0.0  # its rows no longer move: lr 0 leaves p unchanged
             if bar is not None:
@@ -425,10 +426,14 @@ def _eval_record(cfg: RunConfig, run_dir: Path, track: tracking.Session, model: 
 
 
 def _finish(cfg: RunConfig, run_dir: Path, model: nn.Module, steps_per_epoch: int, n_train: int,
-            t_start: float) -> None:
+            t_start: float, group: list[str]) -> None:
+    """The run's summary, its environment recording the ``group`` it trained in (run ids, in stacking order):
+    the K runs' batched matmuls round differently from one run's, and differently for another K, so in reduced
+    precision the group is part of what fixes a trajectory (docs/p1_frontier.md: at P1's boundary γ, the same run
+    in groups of 2 and 6 reads 0.83 and 0.15). The group of the session that finished the run."""
     summary = make_summary(cfg, run_dir, model, steps_per_epoch, n_train)
     summary["wall_seconds_this_session"] = round(time.time() - t_start, 2)
-    summary["environment"] = run_environment(next(model.parameters()).device)
+    summary["environment"] = {**run_environment(next(model.parameters()).device), "batch_group": group}
     rundir.write_json(run_dir / rundir.SUMMARY, summary)
     rundir.write_atomic(run_dir / rundir.DONE, "")
 
