@@ -314,8 +314,19 @@ def test_demo_states_the_committed_decomposition(tmp_path):
     assert decomposition_text(tmp_path) == ""  # one crossing only
     run("b", ["order", "init"], [(0, 0.0, 0.0), (3, 0.2, 0.1)])
     run("c", ["init", "order"], [(0, 0.0, 0.0), (6, 0.8, 0.0)])  # trained longer: this one is said
-    run("d", ["init"], [(9, 0.5, 0.5)])  # another crossing: not said
+    run("e", ["data", "init"], [(12, 0.5, 0.5)])  # a crossing the line does not name: not said
     text = decomposition_text(tmp_path)
     assert "authors' init and order gives (4,3) inferential 0.800, symmetric 0.000 after epoch 6" in text
     assert "our seed-3 init and order gives (4,3) inferential 0.100, symmetric 0.900 after epoch 3" in text
+    assert "alone" not in text and "after epoch 12" not in text
+    run("d", ["init"], [(3, 0.3, 0.3), (9, 0.5, 0.4)])  # the init alone: said, at its latest evaluation
+    text = decomposition_text(tmp_path)
+    assert text.endswith("symmetric 0.900 after epoch 3; the authors' init alone (the rest ours) gives (4,3) "
+                         "inferential 0.500, symmetric 0.400 after epoch 9 (docs/p1_both_sides.md)")
+    run("f", ["order"], [(0, 0.0, 0.0)])  # not trained yet: not said
+    assert "order alone" not in decomposition_text(tmp_path)
+    (tmp_path / "f" / "metrics.jsonl").unlink()
+    run("g", ["order"], [(6, 0.0, 1.0)])
+    assert "; the authors' order alone (the rest ours) gives (4,3) inferential 0.000, symmetric 1.000 after epoch 6" \
+        in decomposition_text(tmp_path)
     assert decomposition_text(tmp_path / "none") == ""

@@ -230,24 +230,29 @@ def gamma_line_text(root: Path = GAMMA_LINE, threshold: float = 0.9, leaning: fl
 def decomposition_text(root: Path = REFERENCE_PARTS) -> str:
     """One line from the committed runs that take some draws from the authors' recording and the rest from our
     seed (docs/p1_both_sides.md): the latest evaluation of the longest-trained run with only the authors' data,
-    and of the one with only their init and batch order; "" unless both are there."""
+    and of the one with only their init and batch order; then, where committed, of the ones with only their init
+    and only their batch order once trained (which of the two carries the answer); "" unless the first two are
+    there."""
     latest: dict[str, dict[str, Any]] = {}
     for cfg_path in sorted(root.glob("*/config.json")) if root.is_dir() else []:
         task = rundir.read_json(cfg_path).get("task", {})
         parts = "+".join(sorted(task.get("reference_parts", []))) if task.get("reference") else ""
         evals = rundir.read_metrics(cfg_path.parent)
-        if parts in ("data", "init+order") and evals and evals[-1]["epoch"] > latest.get(parts, {"epoch": -1})["epoch"]:
+        if parts in ("data", "init+order", "init", "order") and evals \
+                and evals[-1]["epoch"] > latest.get(parts, {"epoch": -1})["epoch"]:
             latest[parts] = evals[-1]
-    if len(latest) < 2:
+    if "data" not in latest or "init+order" not in latest:
         return ""
 
     def said(r: dict[str, Any]) -> str:
         return (f"(4,3) inferential {r['unseen_inferential_acc']:.3f}, symmetric {r['unseen_symmetric_acc']:.3f} "
                 f"after epoch {r['epoch']}")
 
+    alone = "".join(f"; the authors' {part} alone (the rest ours) gives {said(latest[part])}"
+                    for part in ("init", "order") if latest.get(part, {"epoch": 0})["epoch"] > 0)  # trained
     return (f"  What sets it is the init and batch order, not the data: our seed-3 data from the authors' init and "
             f"order gives {said(latest['init+order'])}; the authors' data from our seed-3 init and order gives "
-            f"{said(latest['data'])} (docs/p1_both_sides.md)")
+            f"{said(latest['data'])}{alone} (docs/p1_both_sides.md)")
 
 
 def paper_config_text(committed: list[dict[str, Any]], registry: Path | None = None,
