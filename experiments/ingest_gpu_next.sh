@@ -11,6 +11,8 @@
 #   docs/p1_reference_parts/TAG/        the init-only and order-only cells (reference named by file name)
 #   docs/p1_levers/wd_TAG/wdW/, lr_TAG/mM/  weight decay W at both ends, γ 1.2 at P1's rate multiplier M (one
 #                                       folder per value), and p1-{gamma,curves}_{wd,lr}_TAG_{wdW,mM}
+#                                       and p1-gamma_lr_TAG_best_of_rates (P1 §4: per seed the best over the
+#                                       rates, with the γ line's m = 20 runs of γ 0.3 and 1.2)
 #   docs/p1_mechanisms/epochs60/        the mechanism figures drawn on the device
 #   runs/p1_frontier_epochs60_weights/  the last weights of γ 1.2 / 0.3 seed 1 as run directories (for
 #                                       `anchorlab figure p1-fig4 | p1-fig3b` here)
@@ -86,6 +88,19 @@ figures "docs/p1_paper_gamma/${TAG}_e60" docs/p1_paper_gamma e60 p1-curves p1-co
 for d in docs/p1_levers/wd_"$TAG"/wd* docs/p1_levers/lr_"$TAG"/m*; do
     [ -d "$d" ] && figures "$d" docs/p1_levers "$(basename "$(dirname "$d")")_$(basename "$d")" p1-gamma p1-curves
 done
+# P1's reading (§4): per seed the best over the rates, γ 1.2 at m = 10-30 beside γ 0.3 and 1.2 at m = 20 (the γ line)
+if [ -d "docs/p1_levers/lr_$TAG" ]; then
+    m20=$(python3 - docs/p1_paper_gamma/h200_bf16 <<'EOF'
+import json, pathlib, sys
+for c in sorted(pathlib.Path(sys.argv[1]).glob("*/config.json")):
+    if json.loads(c.read_text())["init"]["gamma"] in (0.3, 1.2):
+        print(c.parent)
+EOF
+)
+    # shellcheck disable=SC2086  # one word per run directory
+    "$AL" figure p1-gamma docs/p1_levers/lr_"$TAG"/m* $m20 --option best_of_seed=true --out "$tmp/fig" >/dev/null
+    for ext in png csv; do mv "$tmp/fig/p1-gamma.$ext" "docs/p1_levers/p1-gamma_lr_${TAG}_best_of_rates.$ext"; done
+fi
 if [ -n "$(ls -A "$G/p1_mechanisms_epochs60" 2>/dev/null)" ]; then  # (made, and not stopped before a figure)
     mkdir -p docs/p1_mechanisms/epochs60 && cp "$G"/p1_mechanisms_epochs60/* docs/p1_mechanisms/epochs60/
 fi

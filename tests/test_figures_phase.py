@@ -73,6 +73,28 @@ def test_p1_gamma_gives_an_unfinished_run_its_init_std(tmp_path):
     assert [r["std"] for r in rows] == pytest.approx([16 ** -0.5, 16 ** -0.8])  # d_model 16, d_in of W_Q
 
 
+def test_p1_gamma_best_of_seed_is_p1s_best_over_each_seeds_runs(tmp_path):
+    """With best_of_seed, the runs of one (γ, seed), e.g. at several learning rates, make one dot: each accuracy
+    the highest over them, taken separately (P1 §4), and the CSV names the run that gave it."""
+    ev = lambda i, y, t: [(0, 0, 0.0, 0.0, 0.0, 0.0), (6, 60, i, y, t, i)]
+    runs = [fake_run(tmp_path / "a", 1.2, 1, ev(0.30, 0.40, 0.99), done=True, **{"train.lr_multiplier": 10.0}),
+            fake_run(tmp_path / "b", 1.2, 1, ev(0.92, 0.00, 0.95), done=True, **{"train.lr_multiplier": 20.0}),
+            fake_run(tmp_path / "c", 1.2, 2, ev(0.50, 0.10, 0.90), done=True),
+            fake_run(tmp_path / "d", 0.3, 1, ev(0.00, 0.99, 1.00), done=True)]
+    each = list(csv.DictReader(open(draw("p1-gamma", runs, tmp_path / "o1").with_suffix(".csv"))))
+    assert len(each) == 4  # without the option: one dot per run
+    png = draw("p1-gamma", runs, tmp_path / "o2", best_of_seed=True)
+    rows = {(float(r["gamma"]), int(r["seed"])): r for r in csv.DictReader(open(png.with_suffix(".csv")))}
+    assert sorted(rows) == [(0.3, 1), (1.2, 1), (1.2, 2)]
+    best = rows[(1.2, 1)]
+    assert (float(best["inferential"]), float(best["symmetric"]), float(best["seen_test"])) == (0.92, 0.40, 0.99)
+    assert (best["n_runs"], best["best_inferential_run"], best["best_symmetric_run"]) == ("2", "b", "a")
+    assert rows[(1.2, 2)]["n_runs"] == "1" and float(rows[(1.2, 2)]["inferential"]) == 0.5
+    with pytest.raises(ConfigError, match=r"option best_of_seed: true or false, not 'maybe'"):  # and nothing drawn
+        draw("p1-gamma", runs, tmp_path / "o3", best_of_seed="maybe")
+    assert not (tmp_path / "o3").exists()
+
+
 def test_p1_curves_tells_a_cooled_down_branch_from_its_source(tmp_path, monkeypatch):
     from anchorlab.figures import phase
 

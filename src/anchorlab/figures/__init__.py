@@ -136,6 +136,12 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
             raise ConfigError(f"figure {name}: option {k}={v!r}{CLI_FLAGS.get(k, '')} does not apply; its options "
                               f"are {', '.join(options_) or 'none'} (figures that take {k}: "
                               f"{', '.join(takers) or 'none'})")
+        default = accepted[k].default  # a flag or a number takes only its kind (one clear line, not a traceback)
+        if isinstance(default, bool) and not isinstance(v, bool):
+            raise ConfigError(f"figure {name}: option {k}: true or false, not {v!r}")
+        if isinstance(default, (int, float)) and not isinstance(default, bool) \
+                and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ConfigError(f"figure {name}: option {k}: a number, not {v!r}")
     from anchorlab import rundir
 
     for d, (step, source) in zip(srcs, at):
