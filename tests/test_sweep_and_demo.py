@@ -307,8 +307,9 @@ def test_demo_states_the_committed_decomposition(tmp_path):
         d = tmp_path / name
         d.mkdir()
         (d / "config.json").write_text(json.dumps({"task": {"reference": "f.npz", "reference_parts": parts}}))
-        (d / "metrics.jsonl").write_text("".join(json.dumps({"step": 10 * e, "epoch": e, "unseen_inferential_acc": i,
-                                                             "unseen_symmetric_acc": y}) + "\n" for e, i, y in evals))
+        rows = [{"step": 10 * e, "epoch": e, "unseen_inferential_acc": i, "unseen_symmetric_acc": y,
+                 "seen_test_acc": rest[0] if rest else 1.0} for e, i, y, *rest in evals]  # seen test 1 unless given
+        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
     run("a", ["data"], [(0, 0.0, 0.0), (3, 0.1, 0.9)])
     assert decomposition_text(tmp_path) == ""  # one crossing only
@@ -323,7 +324,7 @@ def test_demo_states_the_committed_decomposition(tmp_path):
     text = decomposition_text(tmp_path)
     assert text.endswith("symmetric 0.900 after epoch 3; the authors' init alone (the rest ours) gives (4,3) "
                          "inferential 0.500, symmetric 0.400 after epoch 9 (docs/p1_both_sides.md)")
-    run("f", ["order"], [(0, 0.0, 0.0)])  # not trained yet: not said
+    run("f", ["order"], [(0, 0.0, 0.0, 0.0), (3, 0.02, 0.01, 0.04)])  # the seen pairs not fitted yet: not said
     assert "order alone" not in decomposition_text(tmp_path)
     (tmp_path / "f" / "metrics.jsonl").unlink()
     run("g", ["order"], [(6, 0.0, 1.0)])
