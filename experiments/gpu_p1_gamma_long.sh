@@ -27,18 +27,11 @@
 # Set LIMIT (seconds) to stop earlier; PY (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-out}; LIMIT=${LIMIT:-540}; PY=${PY:-python3}; REF=${REF:-.ref/p1_authors_paper_g0.8_s1.npz}
-END=$((SECONDS + LIMIT))
-left() { local t=$((END - SECONDS)); echo $((t > 1 ? t : 1)); }
-cli() { PYTHONPATH=src "$PY" -m anchorlab.cli "$@"; }
-cli_until_limit() { PYTHONPATH=src timeout "$(left)" "$PY" -m anchorlab.cli "$@"; }
 EP60=${EP60:-configs/sweeps/p1_frontier_epochs60.toml}; EP60_DIR=runs/gpu_next/p1_frontier_epochs60
 LONG=${LONG:-configs/sweeps/p1_paper_gamma_long.toml}; LONG_DIR=runs/gpu_next/p1_paper_gamma_long
 EP30=${EP30:-configs/sweeps/p1_frontier_epochs30.toml}; EP30_DIR=runs/gpu_next/p1_frontier_epochs30
 COOL=${COOL:-configs/sweeps/p1_cooldown.toml}; COOL_DIR=runs/gpu_next/p1_cooldown
-mkdir -p "$OUT" runs/gpu_next
-nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true
-"$PY" -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')"
+source experiments/gpu_call.sh  # OUT LIMIT PY REF, left, cli, cli_until_limit; prints the machine
 
 ref_pid=
 if [ -f "$REF" ]; then

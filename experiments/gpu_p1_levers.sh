@@ -20,17 +20,10 @@
 # Set LIMIT (seconds) to stop earlier; PY (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-out}; LIMIT=${LIMIT:-540}; PY=${PY:-python3}; REF=${REF:-.ref/p1_authors_paper_g0.8_s1.npz}
-END=$((SECONDS + LIMIT))
-left() { local t=$((END - SECONDS)); echo $((t > 1 ? t : 1)); }
-cli() { PYTHONPATH=src "$PY" -m anchorlab.cli "$@"; }
-cli_until_limit() { PYTHONPATH=src timeout "$(left)" "$PY" -m anchorlab.cli "$@"; }
 WD=${WD:-configs/sweeps/p1_wd_ends.toml}; WD_DIR=runs/gpu_next/p1_wd_ends
 LR=${LR:-configs/sweeps/p1_gamma12_lr.toml}; LR_DIR=runs/gpu_next/p1_gamma12_lr
 PARTS=configs/sweeps/p1_reference_init_order.toml; PARTS_DIR=runs/gpu_next/p1_reference_parts
-mkdir -p "$OUT" runs/gpu_next
-nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true
-"$PY" -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')"
+source experiments/gpu_call.sh  # OUT LIMIT PY REF, left, cli, cli_until_limit; prints the machine
 
 cli_until_limit sweep "$WD" --out "$WD_DIR" --backend local --batch-models 6 || echo "sweep 1 stopped (rc $?): resumable"
 if [ "$(left)" -gt 60 ]; then
