@@ -1,8 +1,10 @@
-"""anchorlab.cpu: glibc keeps freed tensor memory, so re-allocating large tensors mostly stops page-faulting."""
+"""anchorlab.cpu: glibc keeps freed tensor memory, so re-allocating large tensors mostly stops page-faulting; a
+training process flushes subnormal floats to zero unless told to keep them."""
 
 import platform
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +61,44 @@ def test_bad_setting_names_the_variable(monkeypatch):
     monkeypatch.setenv(cpu.MALLOC_ENV, "jemalloc")
     with pytest.raises(ValueError, match="ANCHORLAB_MALLOC='jemalloc'.*'keep'.*'system'"):
         cpu.keep_freed_memory()
+
+
+# A subnormal fp32 (1e-40) survives a multiplication by 1 under IEEE rules and reads as 0 under flush-to-zero.
+SUBNORMAL_PROBE = """
+import torch
+from anchorlab.cpu import run_environment, setup_cpu
+before = torch.tensor(1e-40).mul(1.0).item()
+setup_cpu(1)
+print(before > 0, torch.tensor(1e-40).mul(1.0).item() > 0, run_environment(torch.device("cpu"))["denormals"])
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="flush-to-zero checked on x86 cores")
+@pytest.mark.parametrize("setting, survives, recorded", [(None, False, "flushed"), ("flush", False, "flushed"),
+                                                          ("keep", True, "kept")])
+def test_a_training_process_flushes_subnormals_unless_told_to_keep_them(setting, survives, recorded):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != cpu.DENORMALS_ENV}
+    if setting is not None:
+        env[cpu.DENORMALS_ENV] = setting
+    out = subprocess.run([sys.executable, "-c", SUBNORMAL_PROBE], capture_output=True, text=True, check=True,
+                         env=env).stdout.split()
+    assert out == ["True", str(survives), recorded]  # IEEE before the set-up, then as set; the summary says which
+
+
+def test_a_bad_denormals_setting_is_one_line_and_nothing_written(tmp_path):
+    import os
+
+    from tests.tiny import TINY_ANCHOR_TOML
+
+    (tmp_path / "t.toml").write_text(TINY_ANCHOR_TOML)
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    for name, value, allowed in [(cpu.DENORMALS_ENV, "ftz", "'flush' (the default) and 'keep'"),
+                                 (cpu.MALLOC_ENV, "jemalloc", "'keep' (the default) and 'system'")]:
+        r = subprocess.run([sys.executable, "-m", "anchorlab.cli", "train", "t.toml", "--out", "r"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": src, name: value})
+        assert r.returncode == 2
+        assert r.stderr == f"anchorlab train: error: {name}='{value}': allowed values are {allowed}\n"
+        assert not (tmp_path / "r").exists()

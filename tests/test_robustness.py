@@ -321,6 +321,30 @@ def test_a_second_writer_is_refused_and_a_stale_lock_taken_over(tmp_path):
     assert third.returncode == 2 and third.stderr.startswith("anchorlab train: error: train.epochs: "), third.stderr
 
 
+@pytest.mark.skipif(not Path("/proc/sys/kernel/random/boot_id").exists(), reason="Linux /proc boot and start times")
+def test_a_lock_whose_pid_was_given_to_another_process_is_stale(tmp_path):
+    """A LOCK names a live pid of this host; it is still stale if that pid now belongs to a later process (the
+    machine rebooted, or the pid was reused): the boot id or start time it records differs."""
+    me, host = os.getpid(), socket.gethostname()
+    live = {"pid": me, "host": host, "boot": rundir._boot_id(), "started": rundir._start_time(me)}
+    for holder, stale in [(live, False), ({**live, "boot": "a-boot-before-this-one"}, True),
+                          ({**live, "started": str(int(live["started"]) - 1)}, True),
+                          ({"pid": me, "host": host}, False),  # a lock of before these fields: the pid decides
+                          ({**live, "host": "another-machine", "boot": "x"}, False)]:  # not checkable from here
+        run = tmp_path / f"r{len(list(tmp_path.iterdir()))}"
+        run.mkdir()
+        (run / rundir.LOCK).write_text(json.dumps(holder))
+        if stale:
+            with rundir.writer_lock(run):
+                assert json.loads((run / rundir.LOCK).read_text())["started"] == live["started"]
+            assert not (run / rundir.LOCK).exists()
+        else:
+            with pytest.raises(rundir.RunLocked, match=f"pid {me} on {holder['host']}"):
+                with rundir.writer_lock(run):
+                    pass
+            assert json.loads((run / rundir.LOCK).read_text()) == holder  # left as it was
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Workers that die
 

@@ -11,6 +11,15 @@ block from the heap and to keep what is freed, so a step reuses the previous ste
 The price: a process keeps its peak memory until it exits, and freed blocks fragment (peak RSS 868 MB
 instead of 769 MB over 60 steps of that config). Results do not change: allocation never touches the
 arithmetic. Set ``ANCHORLAB_MALLOC=system`` to leave glibc as it is.
+
+Subnormal floats (|x| < 1.2e-38 in fp32) are handled by x86 cores in microcode, 10-100 times slower than
+normal ones. A small-init P1 run produces them: the paper-config order-only cell (γ 0.8, fp32, one thread),
+resumed from its epoch-3 state, took 12.0 s a step where it had taken 1.8 (flushed again: 1.9; the same step
+from the fresh init: 1.8 either way; ``python -m benchmarks.denormals``). :func:`flush_denormals` sets the
+core's flush-to-zero mode in every training process, as XLA does on the CPU by default: a subnormal result
+or operand is read as 0. That moves only values 2^-126 below any weight or loss the runs carry, as float
+rounding does; the setting is recorded in each run's ``summary.json`` (``environment.denormals``). Set
+``ANCHORLAB_DENORMALS=keep`` for IEEE subnormals (runs before 2026-11-27 kept them).
 """
 
 from __future__ import annotations
@@ -23,7 +32,10 @@ import sys
 
 import torch
 
+from anchorlab.config_tools import ConfigError
+
 MALLOC_ENV = "ANCHORLAB_MALLOC"
+DENORMALS_ENV = "ANCHORLAB_DENORMALS"
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc's mallopt parameters (malloc.h); values are C ints
 _tuned: bool | None = None
 
@@ -37,7 +49,7 @@ def keep_freed_memory() -> bool:
         return _tuned
     setting = os.environ.get(MALLOC_ENV, "keep")
     if setting not in ("keep", "system"):
-        raise ValueError(f"{MALLOC_ENV}={setting!r}: allowed values are 'keep' (the default) and 'system'")
+        raise ConfigError(f"{MALLOC_ENV}={setting!r}: allowed values are 'keep' (the default) and 'system'")
     _tuned = False
     if setting == "keep" and sys.platform == "linux" and platform.libc_ver()[0] == "glibc":
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
@@ -45,10 +57,34 @@ def keep_freed_memory() -> bool:
     return _tuned
 
 
+def denormals_setting() -> str:
+    """``ANCHORLAB_DENORMALS``: "flush" (the default) or "keep"."""
+    setting = os.environ.get(DENORMALS_ENV, "flush")
+    if setting not in ("flush", "keep"):
+        raise ConfigError(f"{DENORMALS_ENV}={setting!r}: allowed values are 'flush' (the default) and 'keep'")
+    return setting
+
+
+def check_settings() -> None:
+    """Both environment settings read here are valid (a :class:`ConfigError` naming the variable if not): the
+    CLI checks them before anything is written."""
+    denormals_setting()
+    if os.environ.get(MALLOC_ENV, "keep") not in ("keep", "system"):
+        raise ConfigError(f"{MALLOC_ENV}={os.environ[MALLOC_ENV]!r}: allowed values are 'keep' (the default) and "
+                          "'system'")
+
+
+def flush_denormals() -> bool:
+    """Set the CPU's flush-to-zero mode unless ``ANCHORLAB_DENORMALS=keep``; returns whether it is in effect
+    (False where the CPU has no such mode)."""
+    return bool(torch.set_flush_denormal(denormals_setting() == "flush")) and denormals_setting() == "flush"
+
+
 def setup_cpu(threads: int) -> None:
-    """``threads`` intra-op threads (0 = every core) and :func:`keep_freed_memory`."""
+    """``threads`` intra-op threads (0 = every core), :func:`keep_freed_memory` and :func:`flush_denormals`."""
     torch.set_num_threads(threads or os.cpu_count() or 1)
     keep_freed_memory()
+    flush_denormals()
 
 
 def training_device(name: str, threads: int) -> torch.device:
@@ -62,8 +98,9 @@ def training_device(name: str, threads: int) -> torch.device:
 
 def run_environment(device: torch.device) -> dict[str, str | int]:
     """Where a run trained, for its ``summary.json``: device type and name, torch version, and on the CPU the
-    intra-op threads. Runs of one config on different devices differ in float summation order (and so in
-    their trajectories: docs/p1_both_sides.md), so the record says which produced the numbers."""
+    intra-op threads and whether subnormals were flushed (``denormals``: "flushed" or "kept"). Runs of one
+    config on different devices differ in float summation order (and so in their trajectories:
+    docs/p1_both_sides.md), so the record says which produced the numbers."""
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
     else:
@@ -71,4 +108,6 @@ def run_environment(device: torch.device) -> dict[str, str | int]:
     env: dict[str, str | int] = {"device": device.type, "device_name": name, "torch": torch.__version__}
     if device.type == "cpu":
         env["threads"] = torch.get_num_threads()
+        flushed = torch.tensor(1e-40, dtype=torch.float32).mul(1.0).item() == 0  # a subnormal read as 0
+        env["denormals"] = "flushed" if flushed else "kept"
     return env

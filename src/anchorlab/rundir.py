@@ -11,7 +11,7 @@
       summary.json                     final and best metrics, parameter count, timing
       DONE                             written last: the run is complete
       FAILED                           the reason a run stopped (divergence, an error); removed when it resumes
-      LOCK                             {"pid", "host"} of the one process writing the directory (while it trains)
+      LOCK                             {"pid", "host", "boot", "started"} of the one process writing it
 
 Every file is written to a temporary name and renamed, so a killed run never leaves a half file (a resume
 removes the temporary files such a kill leaves). No checkpoint or resume state is ever written with a
@@ -93,12 +93,47 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _boot_id() -> str:
+    """This machine's boot (Linux: ``/proc/sys/kernel/random/boot_id``, new at every boot); "" where unknown."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _start_time(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot (``/proc/PID/stat`` field 22); "" where unknown.
+    With the boot it tells a process from a later one that was given the same pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat[stat.rindex(")") + 2:].split()[19]  # fields after the command name start at field 3
+
+
+def _holder_alive(holder: dict[str, Any], host: str) -> bool:
+    """Whether the process a LOCK names may still be writing: on another host always (it cannot be checked from
+    here); on this one, if its pid runs and, where the lock records them, in this boot and since the same time
+    (a machine that rebooted, or a pid given to a later process, leaves the lock stale)."""
+    pid = holder.get("pid")
+    if not isinstance(pid, int):
+        return False
+    if holder.get("host") != host:
+        return True
+    if holder.get("boot") and _boot_id() and holder["boot"] != _boot_id():
+        return False
+    if not _pid_alive(pid):
+        return False
+    return not (holder.get("started") and _start_time(pid) and holder["started"] != _start_time(pid))
+
+
 @contextlib.contextmanager
 def writer_lock(run_dir: str | Path) -> Iterator[None]:
     """Hold ``run_dir/LOCK`` (this process's pid and host) while the body writes the run directory.
 
     A lock held by a live process is a :class:`RunLocked` error naming it; one left by a process that is
-    gone (same host, pid not running; or an empty file) is taken over with a warning on stderr. Taking the
+    gone (same host and its pid not running, or running since another time or boot: :func:`_holder_alive`; or
+    an empty file) is taken over with a warning on stderr. Taking the
     lock also removes the temporary files (``*.tmp``) a killed writer may have left; an exception in the
     body (other than a refusal, :class:`ConfigError`) marks the run ``FAILED`` with its reason."""
     run_dir = Path(run_dir)
@@ -115,7 +150,7 @@ def writer_lock(run_dir: str | Path) -> Iterator[None]:
             except (OSError, ValueError):
                 holder = {}
             pid, where = holder.get("pid"), holder.get("host")
-            if isinstance(pid, int) and (where != host or _pid_alive(pid)):
+            if _holder_alive(holder, host):
                 raise RunLocked(f"{run_dir}: another process (pid {pid} on {where}) is writing this run directory; "
                                 f"wait for it, or delete {path} if that process is gone") from None
             print(f"warning: {run_dir}: taking over the stale lock of pid {pid} (no longer running)",
@@ -123,7 +158,7 @@ def writer_lock(run_dir: str | Path) -> Iterator[None]:
             path.unlink(missing_ok=True)
             continue
         with os.fdopen(fd, "w") as f:
-            json.dump({"pid": os.getpid(), "host": host}, f)
+            json.dump({"pid": os.getpid(), "host": host, "boot": _boot_id(), "started": _start_time(os.getpid())}, f)
         break
     else:
         raise RunLocked(f"{run_dir}: could not take {path}")
