@@ -114,6 +114,15 @@ def test_batched_resume_file_is_the_plain_trainers(tmp_path, monkeypatch):
         assert [r["step"] for r in ha] == [r["step"] for r in hb]
         assert hb[-1]["train_loss"] == pytest.approx(ha[-1]["train_loss"], rel=1e-5)
         assert resumed[k]["final_train_loss"] == pytest.approx(full[k]["final_train_loss"], rel=1e-5)
+    # each run's summary says where each part of it trained: epochs 1-2 in the group of two, the rest alone
+    # (run 0, by train.train) or in a group of one (run 1, the only unfinished run of its batched call)
+    ids, spe = [c.run_id() for c in cfgs], resumed[0]["steps"] // cfgs[0].train.epochs
+    for k, last_part in enumerate([None, [ids[1]]]):
+        sessions = resumed[k]["sessions"]
+        assert [r["from_step"] for r in sessions] == [0, 2 * spe]
+        assert sessions[0]["batch_group"] == ids and sessions[1].get("batch_group") == last_part
+        assert sessions == rundir.read_metrics(tmp_path / f"cut{k}", rundir.SESSIONS)
+        assert [r["from_step"] for r in full[k]["sessions"]] == [0]
 
 
 def test_can_batch_names_the_differing_field(tmp_path):

@@ -47,8 +47,10 @@ def test_the_longer_run_ends_as_the_uninterrupted_one(runs):
     assert rundir.checkpoint_steps(root / "ext") == rundir.checkpoint_steps(root / "full")
     a, b = rundir.load_checkpoint(root / "ext"), rundir.load_checkpoint(root / "full")
     assert all(torch.equal(a[k], b[k]) for k in b)
-    drop = ("wall_seconds_this_session",)
+    drop = ("wall_seconds_this_session", "sessions")
     assert {k: v for k, v in extended.items() if k not in drop} == {k: v for k, v in full.items() if k not in drop}
+    spe = full["steps"] // 5  # the source's session (epochs 1-3) is kept; the longer run's starts at epoch 3
+    assert [r["from_step"] for r in extended["sessions"]] == [0, 3 * spe]
     assert _snapshot(root / "short") == before  # the source is only read
     assert not seed_longer_run(root / "short", cfg, root / "ext")  # a second call leaves the run to resume
 

@@ -59,8 +59,13 @@ def test_resume_gives_the_uninterrupted_result(tmp_path, monkeypatch):
     epochs = rundir.read_metrics(tmp_path / "full", rundir.EPOCHS)
     assert [r["epoch"] for r in epochs] == [1, 2, 3, 4]  # one loss per epoch, none repeated after the resume
     assert epochs == rundir.read_metrics(tmp_path / "cut", rundir.EPOCHS)
-    drop = ("wall_seconds_this_session",)
+    drop = ("wall_seconds_this_session", "sessions")
     assert {k: v for k, v in full.items() if k not in drop} == {k: v for k, v in resumed.items() if k not in drop}
+    # the sessions the kept steps came from: one uninterrupted; two cut, the second from epoch 2's boundary
+    spe = full["steps"] // 4
+    assert [r["from_step"] for r in full["sessions"]] == [0]
+    assert [r["from_step"] for r in resumed["sessions"]] == [0, 2 * spe]
+    assert all(r["device"] == "cpu" and r["started"] for r in resumed["sessions"])
     # the summary says where the numbers came from (CPU vs GPU runs of one config part in float rounding)
     import torch
 

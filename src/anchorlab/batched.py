@@ -332,11 +332,11 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData],
     start_epoch = _resume_epoch(dirs[0])
     step = start_epoch * steps_per_epoch
     last: list[dict[str, Any]] = []
+    environment = {**run_environment(device), "batch_group": [c.run_id() for c in cfgs]}
     tracks = [tracking.Session(d) for d in dirs]
     for k, (cfg, d) in enumerate(zip(cfgs, dirs)):
         if start_epoch == 0:
-            (d / rundir.METRICS).unlink(missing_ok=True)
-            (d / rundir.EPOCHS).unlink(missing_ok=True)
+            rundir.start_fresh(d)
             rundir.save_checkpoint(d, s.load_into(scratch, k), 0, 0)
             last.append(_eval_record(cfg, d, tracks[k], s.load_into(scratch, k), draws[d_K[k]], 0, 0, None,
                                      steps_per_epoch, amp))
@@ -345,6 +345,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData],
             _load_resume_row(s, k, d, scratch)
             rundir.truncate_metrics(d, step)
             last.append(rundir.read_metrics(d)[-1])
+    sessions = [rundir.record_session(d, step, environment) for d in dirs]
     s.step.fill_(step)
     active_K = torch.ones(K, dtype=torch.float64, device=device)  # 0 once a run has stopped early
     stopped = [False] * K
@@ -396,8 +397,8 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData],
                     status = {"loss": epoch_loss[k], **{m: last[k].get(m) for m in HEADLINE[cfg.task.name]}}
                     progress(index[k], step, steps_per_epoch * tc.epochs, status)
                 if final:
-                    _finish(cfg, d, s.load_into(scratch, k), steps_per_epoch, n_train, t_start,
-                            [c.run_id() for c in cfgs])
+                    _finish(cfg, d, s.load_into(scratch, k), steps_per_epoch, n_train, t_start, environment,
+                            sessions[k])
                     stopped[k] = True
                     active_K[k] = 0.0  # its rows no longer move: lr 0 leaves p unchanged
             if bar is not None:
@@ -426,14 +427,16 @@ def _eval_record(cfg: RunConfig, run_dir: Path, track: tracking.Session, model: 
 
 
 def _finish(cfg: RunConfig, run_dir: Path, model: nn.Module, steps_per_epoch: int, n_train: int,
-            t_start: float, group: list[str]) -> None:
-    """The run's summary, its environment recording the ``group`` it trained in (run ids, in stacking order):
-    the K runs' batched matmuls round differently from one run's, and differently for another K, so in reduced
-    precision the group is part of what fixes a trajectory (docs/p1_frontier.md: at P1's boundary γ, the same run
-    in groups of 2 and 6 reads 0.83 and 0.15). The group of the session that finished the run."""
+            t_start: float, environment: dict[str, Any], sessions: list[dict[str, Any]]) -> None:
+    """The run's summary, its environment recording the group it trained in (``batch_group``: run ids, in
+    stacking order): the K runs' batched matmuls round differently from one run's, and differently for another
+    K, so in reduced precision the group is part of what fixes a trajectory (docs/p1_frontier.md: at P1's
+    boundary γ, the same run in groups of 2 and 6 reads 0.83 and 0.15). ``environment`` is the finishing
+    session's; ``sessions`` lists every session's, with the step it started from (a resumed run may have
+    trained its parts in different groups)."""
     summary = make_summary(cfg, run_dir, model, steps_per_epoch, n_train)
     summary["wall_seconds_this_session"] = round(time.time() - t_start, 2)
-    summary["environment"] = {**run_environment(next(model.parameters()).device), "batch_group": group}
+    summary["environment"], summary["sessions"] = environment, sessions
     rundir.write_json(run_dir / rundir.SUMMARY, summary)
     rundir.write_atomic(run_dir / rundir.DONE, "")
 

@@ -103,6 +103,8 @@ def seed_longer_run(source: str | Path, cfg: RunConfig, out: str | Path) -> bool
         rundir.write_atomic(tmp / rundir.METRICS, "".join(json.dumps(r) + "\n" for r in kept))
         epochs = [r for r in rundir.read_metrics(source, rundir.EPOCHS) if r["step"] <= step]
         rundir.write_atomic(tmp / rundir.EPOCHS, "".join(json.dumps(r) + "\n" for r in epochs))
+        sessions = rundir.read_metrics(source, rundir.SESSIONS)  # where the copied steps trained
+        rundir.write_atomic(tmp / rundir.SESSIONS, "".join(json.dumps(r) + "\n" for r in sessions))
         for s in rundir.checkpoint_steps(source):
             if s < step or (s == step and epoch % tc.checkpoint_every == 0):
                 shutil.copy2(rundir.checkpoint_path(source, s), rundir.checkpoint_path(tmp, s))

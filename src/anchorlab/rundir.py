@@ -6,6 +6,7 @@
       config.json                      fully resolved config (written first): a RunConfig or an LMRunConfig
       metrics.jsonl                    one JSON object per evaluation: {"step", "epoch", "lr", ...}
       epochs.jsonl                     one per epoch: {"epoch", "step", "train_loss"} (the epoch's mean batch loss)
+      sessions.jsonl                   one per training session: {"from_step", "started", environment...}
       checkpoints/step_0000000.safetensors   model weights at kept steps (step 0 always)
       checkpoints/resume.safetensors   model + AdamW state at the last epoch boundary (for resuming)
       summary.json                     final and best metrics, parameter count, timing
@@ -28,6 +29,7 @@ import os
 import re
 import socket
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ from anchorlab.config_tools import execution_fields, portable, without_execution
 
 CONFIG, METRICS, SUMMARY, DONE, CKPT_DIR = "config.json", "metrics.jsonl", "summary.json", "DONE", "checkpoints"
 EPOCHS = "epochs.jsonl"
+SESSIONS = "sessions.jsonl"
 RESUME = "resume.safetensors"
 FAILED, LOCK = "FAILED", "LOCK"
 
@@ -421,10 +424,28 @@ def start_or_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Opti
     Returns (step, start epoch, last metrics record, resumed)."""
     resumed = load_resume(run_dir, model, optimizer) if status == "resume" else None
     if resumed is None:
-        (Path(run_dir) / METRICS).unlink(missing_ok=True)
-        (Path(run_dir) / EPOCHS).unlink(missing_ok=True)
+        start_fresh(run_dir)
         save_checkpoint(run_dir, model, 0, 0)
         return 0, 0, first_eval(), False
     step, epoch = resumed
     truncate_metrics(run_dir, step)
     return step, epoch, read_metrics(run_dir)[-1], True
+
+
+def start_fresh(run_dir: Path) -> None:
+    """Remove the logs of an earlier start that kept no resume point: a run starting at step 0 writes them anew."""
+    for name in (METRICS, EPOCHS, SESSIONS):
+        (Path(run_dir) / name).unlink(missing_ok=True)
+
+
+def record_session(run_dir: Path, step: int, environment: dict[str, Any]) -> list[dict[str, Any]]:
+    """Log that a training session starts at ``step`` in ``environment`` (device, threads, subnormals, batch
+    group: whatever rounds the numbers) and return every session the run's kept steps came from.
+
+    A run resumed across sessions can train its parts in different settings (another machine, another batched
+    group, subnormals kept before 2026-11-27), and its summary keeps them all (``sessions``). A session that
+    started at or after this step trained nothing that was kept (the run resumes from before it): dropped."""
+    kept = [r for r in read_metrics(run_dir, SESSIONS) if r.get("from_step", 0) < step]
+    rec = {"from_step": step, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **environment}
+    write_atomic(Path(run_dir) / SESSIONS, "".join(json.dumps(r) + "\n" for r in [*kept, rec]))
+    return [*kept, rec]

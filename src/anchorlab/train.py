@@ -149,6 +149,7 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
     track = tracking.Session(run_dir)
     step, start_epoch, last, resumed = rundir.start_or_resume(run_dir, model, opt, status,
                                                               lambda: eval_record(0, 0, None))
+    sessions = rundir.record_session(run_dir, step, run_environment(device))
     if resumed:
         track.resume(step)  # TensorBoard drops what the interrupted session logged after the resume point
 
@@ -195,6 +196,7 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
     summary = make_summary(cfg, run_dir, model, steps_per_epoch, n_train)
     summary["wall_seconds_this_session"] = round(time.time() - t_start, 2)
     summary["environment"] = run_environment(device)
+    summary["sessions"] = sessions  # where each part of the kept steps trained (rundir.record_session)
     rundir.write_json(run_dir / rundir.SUMMARY, summary)
     rundir.write_atomic(run_dir / rundir.DONE, "")
     return summary

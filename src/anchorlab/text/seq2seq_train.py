@@ -111,6 +111,7 @@ def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: Pro
         return rec
 
     step, start_epoch, last, resumed = rundir.start_or_resume(run_dir, model, opt, status, lambda: eval_record(0, 0))
+    sessions = rundir.record_session(run_dir, step, run_environment(next(model.parameters()).device))
     if resumed:
         track.resume(step)  # TensorBoard drops what the interrupted session logged after the resume point
         saved = rundir.resume_extra(run_dir, RUNNING)  # the running train loss since the last evaluation
@@ -164,7 +165,7 @@ def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: Pro
                "weight_decay": tc.weight_decay, "n_params": sum(p.numel() for p in model.parameters()),
                **data.info, "steps_per_epoch": steps_per_epoch, **{k: v for k, v in final.items() if k != "lr"},
                "wall_seconds_this_session": round(time.time() - t_start, 2),
-               "environment": run_environment(next(model.parameters()).device)}
+               "environment": run_environment(next(model.parameters()).device), "sessions": sessions}
     rundir.write_json(run_dir / rundir.SUMMARY, summary)
     rundir.write_atomic(run_dir / rundir.DONE, "")
     return summary
