@@ -19,7 +19,7 @@ from the fresh init: 1.8 either way; ``python -m benchmarks.denormals``). :func:
 core's flush-to-zero mode in every training process, as XLA does on the CPU by default: a subnormal result
 or operand is read as 0. That moves only values 2^-126 below any weight or loss the runs carry, as float
 rounding does; the setting is recorded in each run's ``summary.json`` (``environment.denormals``). Set
-``ANCHORLAB_DENORMALS=keep`` for IEEE subnormals (runs before 2026-11-27 kept them).
+``ANCHORLAB_DENORMALS=keep`` for IEEE subnormals (a summary without ``denormals`` comes from a run that kept them).
 """
 
 from __future__ import annotations

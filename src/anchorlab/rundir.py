@@ -443,7 +443,7 @@ def record_session(run_dir: Path, step: int, environment: dict[str, Any]) -> lis
     group: whatever rounds the numbers) and return every session the run's kept steps came from.
 
     A run resumed across sessions can train its parts in different settings (another machine, another batched
-    group, subnormals kept before 2026-11-27), and its summary keeps them all (``sessions``). A session that
+    group, subnormals kept or flushed), and its summary keeps them all (``sessions``). A session that
     started at or after this step trained nothing that was kept (the run resumes from before it): dropped."""
     kept = [r for r in read_metrics(run_dir, SESSIONS) if r.get("from_step", 0) < step]
     rec = {"from_step": step, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **environment}
