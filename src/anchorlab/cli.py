@@ -233,13 +233,14 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument(*flags, **kwargs)
         s.set_defaults(fn=fn, parser=s)
     a = p.parse_args(argv)
-    from anchorlab.cpu import check_settings
+    from anchorlab.cpu import check_settings, flush_denormals
     from anchorlab.rundir import RunFailed
     from anchorlab.tasks.scan import ScanFilesMissing  # a data set's files missing: one line, exit 2
     from anchorlab.text.cogs import CogsUnavailable
 
     try:
         check_settings()  # the ANCHORLAB_* environment settings, before anything is written
+        flush_denormals()  # every command reads models as the trainers compute them (anchorlab.cpu)
         return a.fn(a) or 0
     except (ConfigError, CogsUnavailable, ScanFilesMissing) as e:  # a missing data set reads as one line too
         print(f"anchorlab {a.cmd}: error: {_one_line(e)}", file=sys.stderr)

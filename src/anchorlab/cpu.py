@@ -1,4 +1,4 @@
-"""Set up a CPU training process: intra-op threads and glibc's allocator.
+"""Set up a CPU training process: intra-op threads, glibc's allocator and subnormal floats.
 
 PyTorch allocates CPU tensors with plain ``malloc``. glibc serves a block above its mmap threshold
 (128 KiB, adapting up to 32 MiB) with a fresh ``mmap`` and unmaps it on ``free``, and hands heap memory
@@ -12,14 +12,15 @@ The price: a process keeps its peak memory until it exits, and freed blocks frag
 instead of 769 MB over 60 steps of that config). Results do not change: allocation never touches the
 arithmetic. Set ``ANCHORLAB_MALLOC=system`` to leave glibc as it is.
 
-Subnormal floats (|x| < 1.2e-38 in fp32) are handled by x86 cores in microcode, 10-100 times slower than
-normal ones. A small-init P1 run produces them: the paper-config order-only cell (γ 0.8, fp32, one thread),
-resumed from its epoch-3 state, took 12.0 s a step where it had taken 1.8 (flushed again: 1.9; the same step
-from the fresh init: 1.8 either way; ``python -m benchmarks.denormals``). :func:`flush_denormals` sets the
-core's flush-to-zero mode in every training process, as XLA does on the CPU by default: a subnormal result
-or operand is read as 0. That moves only values 2^-126 below any weight or loss the runs carry, as float
-rounding does; the setting is recorded in each run's ``summary.json`` (``environment.denormals``). Set
-``ANCHORLAB_DENORMALS=keep`` for IEEE subnormals (a summary without ``denormals`` comes from a run that kept them).
+Subnormal floats (|x| < 2^-126 = 1.2e-38 in fp32) are handled by x86 cores in microcode, many times slower
+than normal ones. A small-init P1 run produces them once its attention sharpens: the paper-config order-only
+cell (γ 0.8, fp32, one thread), resumed from its epoch-3 state, took 12.0 s a step where it had taken 1.8
+(flushed: 1.9; from the fresh init: 1.8 either way; ``python -m benchmarks.denormals``). :func:`flush_denormals`
+sets the core's flush-to-zero mode in every training process and ``anchorlab`` command (in a notebook, call it
+yourself), as XLA does on the CPU by default: a subnormal operand or result is read as 0. That changes only
+values far below any weight, activation or loss a run carries, a change of the size of float rounding; each
+run's ``summary.json`` records the setting (``environment.denormals``; a summary without it comes from a run
+that kept them). ``ANCHORLAB_DENORMALS=keep`` keeps IEEE subnormals.
 """
 
 from __future__ import annotations
