@@ -2,6 +2,7 @@
 training process flushes subnormal floats to zero unless told to keep them."""
 
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +103,19 @@ def test_a_bad_denormals_setting_is_one_line_and_nothing_written(tmp_path):
         assert r.returncode == 2
         assert r.stderr == f"anchorlab train: error: {name}='{value}': allowed values are {allowed}\n"
         assert not (tmp_path / "r").exists()
+
+
+def test_the_environment_names_the_code(monkeypatch):
+    import anchorlab
+
+    cpu.code_version.cache_clear()
+    version = cpu.code_version()
+    if (Path(__file__).resolve().parents[1] / ".git").exists():  # a checkout: its commit, and whether it is edited
+        assert re.fullmatch(re.escape(anchorlab.__version__) + r"\+g[0-9a-f]{12}(\.dirty)?", version), version
+    cpu.code_version.cache_clear()
+
+    def no_git(*a, **k):
+        raise FileNotFoundError("git")
+    monkeypatch.setattr(cpu.subprocess, "run", no_git)
+    assert cpu.code_version() == anchorlab.__version__  # an installed copy without git: the version alone
+    cpu.code_version.cache_clear()

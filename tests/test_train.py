@@ -71,7 +71,7 @@ def test_resume_gives_the_uninterrupted_result(tmp_path, monkeypatch):
 
     env = rundir.read_json(tmp_path / "full" / rundir.SUMMARY)["environment"]
     assert env["device"] == "cpu" and env["torch"] == torch.__version__ and env["threads"] == torch.get_num_threads()
-    assert env["device_name"] and env["denormals"] in ("flushed", "kept")
+    assert env["device_name"] and env["denormals"] in ("flushed", "kept") and env["anchorlab"]
 
 
 def test_existing_dir_with_other_config_is_refused(tmp_path, tiny):
