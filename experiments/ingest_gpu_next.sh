@@ -4,7 +4,7 @@
 #   bash experiments/ingest_gpu_next.sh FILES_AT [TAG]
 # FILES_AT: the folder the device call's files came back to (p1_gpu_next.tar.gz, ep60_*.safetensors);
 # TAG: the device and precision, as in the docs' folder names (default h200_bf16).
-# Writes (each run: config.json, metrics.jsonl, epochs.jsonl, summary.json, DONE where present):
+# Writes (each run: config.json, metrics.jsonl, epochs.jsonl, sessions.jsonl, summary.json, DONE where present):
 #   docs/p1_frontier/epochs60/, epochs30/  the compressed-schedule sweeps, and p1-{gamma,curves,condensation}_epochsN
 #   docs/p1_cooldown/TAG/               the two ends cooled over epochs 27-33, and p1-{gamma,curves}_TAG
 #   docs/p1_paper_gamma/TAG_e60/        γ 1.2 at the paper schedule to epoch 60, and p1-{curves,condensation}_e60
@@ -32,7 +32,7 @@ copy_runs() {  # SWEEP_DIR DEST: each run's small files and the sweep's index
     for r in "$src"/*/; do
         [ -f "$r/config.json" ] || continue
         mkdir -p "$dst/$(basename "$r")"
-        for f in config.json metrics.jsonl epochs.jsonl summary.json DONE; do
+        for f in config.json metrics.jsonl epochs.jsonl sessions.jsonl summary.json DONE; do
             [ -f "$r/$f" ] && cp "$r/$f" "$dst/$(basename "$r")/"
         done
     done
