@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "anchorlab"
 # modules of its own layer or below, never above. Keep in step with docs/architecture.md.
 LAYERS: dict[str, int] = {
     # 0 plain data: the anchor-task config, the run-kind registry, CPU setup, plots from arrays
-    "anchorlab": 0, "config_tools": 0, "config": 0, "kinds": 0, "cpu": 0, "plotting": 0,
+    "anchorlab": 0, "config_tools": 0, "config": 0, "kinds": 0, "cpu": 0, "provenance": 0, "plotting": 0,
     # 1 data, models, init, metrics, schedules, the run directory; the text package (its config included)
     "tasks": 1, "text": 1, "models": 1, "init": 1, "gamma_init": 1, "reference": 1, "metrics": 1, "theory": 1,
     "phase": 1, "schedule": 1, "rundir": 1, "tracking": 1,

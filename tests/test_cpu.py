@@ -107,15 +107,18 @@ def test_a_bad_denormals_setting_is_one_line_and_nothing_written(tmp_path):
 
 def test_the_environment_names_the_code(monkeypatch):
     import anchorlab
+    from anchorlab import provenance
 
-    cpu.code_version.cache_clear()
-    version = cpu.code_version()
+    provenance.git_commit.cache_clear()
+    version = provenance.code_version()
     if (Path(__file__).resolve().parents[1] / ".git").exists():  # a checkout: its commit, and whether it is edited
         assert re.fullmatch(re.escape(anchorlab.__version__) + r"\+g[0-9a-f]{12}(\.dirty)?", version), version
-    cpu.code_version.cache_clear()
+        assert provenance.git_commit().startswith(version.split("+g")[1][:12])
+    provenance.git_commit.cache_clear()
 
     def no_git(*a, **k):
         raise FileNotFoundError("git")
-    monkeypatch.setattr(cpu.subprocess, "run", no_git)
-    assert cpu.code_version() == anchorlab.__version__  # an installed copy without git: the version alone
-    cpu.code_version.cache_clear()
+    monkeypatch.setattr(provenance.subprocess, "run", no_git)
+    assert provenance.code_version() == anchorlab.__version__  # an installed copy without git: the version alone
+    assert provenance.git_commit() == "unknown"
+    provenance.git_commit.cache_clear()

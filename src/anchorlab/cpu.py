@@ -27,16 +27,14 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import functools
 import os
 import platform
-import subprocess
 import sys
-from pathlib import Path
 
 import torch
 
 from anchorlab.config_tools import ConfigError
+from anchorlab.provenance import code_version
 
 MALLOC_ENV = "ANCHORLAB_MALLOC"
 DENORMALS_ENV = "ANCHORLAB_DENORMALS"
@@ -100,30 +98,12 @@ def training_device(name: str, threads: int) -> torch.device:
     return device
 
 
-@functools.cache
-def code_version() -> str:
-    """anchorlab's version, and where it runs from a git checkout its commit (``0.1.0+g1a2b3c4d5e6f``, with
-    ``.dirty`` if tracked files differ from it): which code produced a run's numbers."""
-    import anchorlab
-
-    where = Path(anchorlab.__file__).resolve().parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=where, capture_output=True,
-                                text=True, timeout=10)
-        if commit.returncode != 0:
-            return anchorlab.__version__
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "."], cwd=where,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):  # no git here
-        return anchorlab.__version__
-    return f"{anchorlab.__version__}+g{commit.stdout.strip()}{'.dirty' if dirty else ''}"
-
-
 def run_environment(device: torch.device) -> dict[str, str | int]:
-    """Where a run trained, for its ``summary.json``: the code (:func:`code_version`), device type and name,
-    torch version, and on the CPU the intra-op threads and whether subnormals were flushed (``denormals``:
-    "flushed" or "kept"). Runs of one config on different devices differ in float summation order (and so in
-    their trajectories: docs/p1_both_sides.md), so the record says which produced the numbers."""
+    """Where a run trained, for its ``summary.json``: the code (:func:`anchorlab.provenance.code_version`),
+    device type and name, torch version, and on the CPU the intra-op threads and whether subnormals were
+    flushed (``denormals``: "flushed" or "kept"). Runs of one config on different devices differ in float
+    summation order (and so in their trajectories: docs/p1_both_sides.md), so the record says which produced
+    the numbers."""
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
     else:

@@ -12,7 +12,6 @@ import base64
 import html
 import json
 import platform
-import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 
 import anchorlab
-from anchorlab import rundir
+from anchorlab import provenance, rundir
 from anchorlab.figures import draw, model_label, settle
 from anchorlab.plotting.style import RC, plt
 from anchorlab.sweep import run_dirs, write_csv
@@ -221,23 +220,10 @@ def drawn(name: str, sources: list[Path], caption: str, **options: Any) -> str:
                    short_csv(csv.read_bytes()) if csv.exists() else None, f"{name}.csv")
 
 
-def git_commit() -> str:
-    """The commit of the anchorlab checkout (``+dirty`` with uncommitted changes), or "unknown"."""
-    here = Path(anchorlab.__file__).resolve().parent
-    try:
-        sha = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return sha + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def provenance_block(run_dirs: Sequence[Path], anchor: str = "") -> str:
     import torch
 
-    info = {"anchorlab version": anchorlab.__version__, "git commit": git_commit(),
+    info = {"anchorlab version": anchorlab.__version__, "git commit": provenance.git_commit(),
             "generated (UTC)": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
             "python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
             "source": str(Path(run_dirs[0]).resolve().parent if len(run_dirs) > 1 else Path(run_dirs[0]).resolve())}
