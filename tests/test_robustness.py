@@ -345,6 +345,53 @@ def test_a_lock_whose_pid_was_given_to_another_process_is_stale(tmp_path):
             assert json.loads((run / rundir.LOCK).read_text()) == holder  # left as it was
 
 
+def test_another_hosts_lock_goes_stale_without_its_heartbeat(tmp_path, monkeypatch):
+    """A lock from another host (a shared file system) is respected while its holder touches it, taken over once
+    it has not been touched for LOCK_STALE_S; and a holder whose directory was taken over stops at its next
+    epoch boundary instead of writing on (save_resume checks the lock)."""
+    run, other = tmp_path / "r", {"pid": 4242, "host": "another-machine", "boot": "b", "started": "1"}
+    (run / rundir.CKPT_DIR).mkdir(parents=True)
+    (run / rundir.LOCK).write_text(json.dumps(other))
+    with pytest.raises(rundir.RunLocked, match="pid 4242 on another-machine"):
+        with rundir.writer_lock(run):
+            pass
+    old = time.time() - rundir.LOCK_STALE_S - 60
+    os.utime(run / rundir.LOCK, (old, old))
+    monkeypatch.setattr(rundir, "LOCK_HEARTBEAT_S", 0.05)
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.AdamW(model.parameters())
+    with rundir.writer_lock(run):  # taken over: no heartbeat for 11 minutes
+        mine = json.loads((run / rundir.LOCK).read_text())
+        assert mine["pid"] == os.getpid()
+        os.utime(run / rundir.LOCK, (old, old))
+        time.sleep(0.5)
+        assert time.time() - (run / rundir.LOCK).stat().st_mtime < 5  # this holder's heartbeat touched it again
+        rundir.save_resume(run, model, opt, 1, 1)  # still ours: written
+        (run / rundir.LOCK).write_text(json.dumps(other))  # the other host took the directory over meanwhile
+        with pytest.raises(rundir.RunLocked, match="took over this run directory"):
+            rundir.save_resume(run, model, opt, 2, 2)
+    assert json.loads((run / rundir.LOCK).read_text()) == other  # its lock is left to it
+    assert rundir.resume_point(run) == (1, 1)  # and nothing of step 2 was written
+
+
+def test_a_ray_retry_outwaits_a_lost_nodes_lock(tmp_path, monkeypatch):
+    """With OTHER_HOST_WAIT_S (set in Ray workers) a fresh lock of another host is waited on until it goes stale
+    (its node lost: no more heartbeats), then taken over; without it, refused at once."""
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / rundir.LOCK).write_text(json.dumps({"pid": 4242, "host": "lost-node", "boot": "b", "started": "1"}))
+    monkeypatch.setattr(rundir, "LOCK_STALE_S", 0.6)
+    monkeypatch.setattr(rundir, "LOCK_HEARTBEAT_S", 0.1)
+    with pytest.raises(rundir.RunLocked, match="lost-node"):
+        with rundir.writer_lock(run):
+            pass
+    monkeypatch.setattr(rundir, "OTHER_HOST_WAIT_S", 5.0)
+    t0 = time.monotonic()
+    with rundir.writer_lock(run):
+        assert json.loads((run / rundir.LOCK).read_text())["pid"] == os.getpid()
+    assert 0.3 < time.monotonic() - t0 < 4.0  # it waited for the lock to go stale, not for the whole wait
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Workers that die
 

@@ -29,6 +29,7 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -47,6 +48,10 @@ EPOCHS = "epochs.jsonl"
 SESSIONS = "sessions.jsonl"
 RESUME = "resume.safetensors"
 FAILED, LOCK = "FAILED", "LOCK"
+LOCK_HEARTBEAT_S, LOCK_STALE_S = 30.0, 600.0  # a holder touches its LOCK this often; another host's goes stale after
+# How long writer_lock waits for another host's live lock to go stale before refusing: 0 here; a Ray worker sets
+# it past LOCK_STALE_S, so that a task retried after its node was lost outwaits the dead node's lock.
+OTHER_HOST_WAIT_S = 0.0
 
 
 class RunFailed(RuntimeError):
@@ -114,15 +119,17 @@ def _start_time(pid: int) -> str:
     return stat[stat.rindex(")") + 2:].split()[19]  # fields after the command name start at field 3
 
 
-def _holder_alive(holder: dict[str, Any], host: str) -> bool:
-    """Whether the process a LOCK names may still be writing: on another host always (it cannot be checked from
-    here); on this one, if its pid runs and, where the lock records them, in this boot and since the same time
-    (a machine that rebooted, or a pid given to a later process, leaves the lock stale)."""
+def _holder_alive(holder: dict[str, Any], host: str, age_s: float = 0.0) -> bool:
+    """Whether the process a LOCK names may still be writing. On another host (a shared file system: a Ray
+    task retried on another node) its pid cannot be checked, so the lock's heartbeat decides: its holder
+    touches it every :data:`LOCK_HEARTBEAT_S`, and one untouched for ``age_s`` >= :data:`LOCK_STALE_S` is
+    stale. On this host: if its pid runs and, where the lock records them, in this boot and since the same
+    time (a machine that rebooted, or a pid given to a later process, leaves the lock stale)."""
     pid = holder.get("pid")
     if not isinstance(pid, int):
         return False
     if holder.get("host") != host:
-        return True
+        return age_s < LOCK_STALE_S
     if holder.get("boot") and _boot_id() and holder["boot"] != _boot_id():
         return False
     if not _pid_alive(pid):
@@ -130,13 +137,40 @@ def _holder_alive(holder: dict[str, Any], host: str) -> bool:
     return not (holder.get("started") and _start_time(pid) and holder["started"] != _start_time(pid))
 
 
+def _me() -> dict[str, Any]:
+    return {"pid": os.getpid(), "host": socket.gethostname(), "boot": _boot_id(), "started": _start_time(os.getpid())}
+
+
+def _heartbeat(path: Path, stop: threading.Event) -> None:
+    """Touch the held ``path`` every :data:`LOCK_HEARTBEAT_S` until ``stop`` is set (a daemon thread)."""
+    while not stop.wait(LOCK_HEARTBEAT_S):
+        with contextlib.suppress(OSError):
+            os.utime(path)
+
+
+def check_lock_held(run_dir: Path) -> None:
+    """Stop (:class:`RunLocked`) if ``run_dir``'s LOCK now names another process: one on another host took the
+    directory over after this one's heartbeat stopped (it was paused past :data:`LOCK_STALE_S`). A directory
+    written without a lock (library calls outside :func:`writer_lock`) passes."""
+    path = Path(run_dir) / LOCK
+    try:
+        holder = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        return
+    if holder and {k: holder.get(k) for k in ("pid", "host", "started")} != {
+            k: v for k, v in _me().items() if k in ("pid", "host", "started")}:
+        raise RunLocked(f"{run_dir}: another process (pid {holder.get('pid')} on {holder.get('host')}) took over this "
+                        "run directory while this one was not heard from; this one stops without writing")
+
+
 @contextlib.contextmanager
 def writer_lock(run_dir: str | Path) -> Iterator[None]:
     """Hold ``run_dir/LOCK`` (this process's pid and host) while the body writes the run directory.
 
     A lock held by a live process is a :class:`RunLocked` error naming it; one left by a process that is
-    gone (same host and its pid not running, or running since another time or boot: :func:`_holder_alive`; or
-    an empty file) is taken over with a warning on stderr. Taking the
+    gone (same host and its pid not running, or running since another time or boot; another host and no
+    heartbeat for :data:`LOCK_STALE_S`: :func:`_holder_alive`; or an empty file) is taken over with a warning
+    on stderr. While held, a daemon thread touches the lock every :data:`LOCK_HEARTBEAT_S`. Taking the
     lock also removes the temporary files (``*.tmp``) a killed writer may have left; an exception in the
     body (other than a refusal, :class:`ConfigError`) marks the run ``FAILED`` with its reason."""
     run_dir = Path(run_dir)
@@ -144,6 +178,7 @@ def writer_lock(run_dir: str | Path) -> Iterator[None]:
         raise ConfigError(f"--out: {run_dir} is a file, not a run directory")
     run_dir.mkdir(parents=True, exist_ok=True)
     path, host = run_dir / LOCK, socket.gethostname()
+    deadline = time.monotonic() + OTHER_HOST_WAIT_S
     for _ in range(3):
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -153,18 +188,32 @@ def writer_lock(run_dir: str | Path) -> Iterator[None]:
             except (OSError, ValueError):
                 holder = {}
             pid, where = holder.get("pid"), holder.get("host")
-            if _holder_alive(holder, host):
+            try:
+                age = time.time() - path.stat().st_mtime
+            except OSError:
+                age = 0.0
+            while where != host and _holder_alive(holder, host, age) and time.monotonic() < deadline:
+                time.sleep(min(LOCK_HEARTBEAT_S, max(deadline - time.monotonic(), 0.0)))
+                try:  # still the same holder, still silent?
+                    holder = json.loads(path.read_text() or "{}")
+                    age = time.time() - path.stat().st_mtime
+                except (OSError, ValueError):
+                    holder, age = {}, 0.0
+                pid, where = holder.get("pid"), holder.get("host")
+            if _holder_alive(holder, host, age):
                 raise RunLocked(f"{run_dir}: another process (pid {pid} on {where}) is writing this run directory; "
                                 f"wait for it, or delete {path} if that process is gone") from None
-            print(f"warning: {run_dir}: taking over the stale lock of pid {pid} (no longer running)",
-                  file=sys.stderr, flush=True)
+            why = "no longer running" if where == host else f"on {where}, not heard from for {age / 60:.0f} min"
+            print(f"warning: {run_dir}: taking over the stale lock of pid {pid} ({why})", file=sys.stderr, flush=True)
             path.unlink(missing_ok=True)
             continue
         with os.fdopen(fd, "w") as f:
-            json.dump({"pid": os.getpid(), "host": host, "boot": _boot_id(), "started": _start_time(os.getpid())}, f)
+            json.dump(_me(), f)
         break
     else:
         raise RunLocked(f"{run_dir}: could not take {path}")
+    stop = threading.Event()
+    threading.Thread(target=_heartbeat, args=(path, stop), daemon=True, name=f"lock-heartbeat {run_dir}").start()
     try:
         for debris in [*run_dir.glob(".*.tmp"), *(run_dir / CKPT_DIR).glob(".*.tmp*")]:
             debris.unlink(missing_ok=True)
@@ -176,7 +225,10 @@ def writer_lock(run_dir: str | Path) -> Iterator[None]:
             mark_failed(run_dir, f"{type(e).__name__}: {e}")
         raise
     finally:
-        path.unlink(missing_ok=True)
+        stop.set()
+        with contextlib.suppress(RunLocked):  # the lock another process took over is its own now
+            check_lock_held(run_dir)
+            path.unlink(missing_ok=True)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -370,6 +422,7 @@ def save_resume(run_dir: Path, model: nn.Module, optimizer: torch.optim.Optimize
     from (train_seed, epoch), so no RNG state is needed to continue exactly."""
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
     tensors.update({f"extra.{k}": v.detach().cpu() for k, v in (extra or {}).items()})
+    check_lock_held(run_dir)  # once an epoch: a writer that lost its directory stops before writing more
     names = {id(p): n for n, p in model.named_parameters()}
     for p, state in optimizer.state.items():
         for k, v in state.items():

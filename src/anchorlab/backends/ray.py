@@ -3,7 +3,8 @@
 Each run is a task with ``num_cpus=1`` (one intra-op thread) and ``num_gpus`` (a fraction lets several
 small models share a GPU). A task whose worker dies (killed, out of memory, node lost) is retried up to
 ``max_retries`` times and resumes from its run directory's last resume checkpoint (a line says so when the
-retry starts); an exception raised
+retry starts; after a lost node it first waits up to ~11 minutes for that node's lock to go stale,
+:data:`anchorlab.rundir.LOCK_STALE_S`); an exception raised
 by training is not retried (it would fail again) and is reported as that run's error. Runs already DONE
 are never submitted (:func:`anchorlab.backends.common.split_done`). The sweep directory must be on a file system
 that every node sees, and every node needs anchorlab and torch installed.
@@ -19,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from anchorlab import rundir
 from anchorlab.backends.common import Job, RunResult, SweepProgress, one_thread, train_reporting
 from anchorlab.config import ConfigError
 
@@ -33,6 +35,8 @@ def _import_ray() -> Any:
 
 def _run_task(cfg: Any, run_dir: Path, queue: Any) -> RunResult:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # a retry after a lost node finds that node's lock: wait for its heartbeat to stop counting (anchorlab.rundir)
+    rundir.OTHER_HOST_WAIT_S = rundir.LOCK_STALE_S + 2 * rundir.LOCK_HEARTBEAT_S
     queue.put(("start", str(run_dir)))  # Ray tells the driver nothing when it retries a task; this does
     return train_reporting(cfg, run_dir, lambda *event: queue.put(("event", event)))
 
