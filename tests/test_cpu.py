@@ -122,3 +122,10 @@ def test_the_environment_names_the_code(monkeypatch):
     assert provenance.code_version() == anchorlab.__version__  # an installed copy without git: the version alone
     assert provenance.git_commit() == "unknown"
     provenance.git_commit.cache_clear()
+
+    def another_repository(argv, **k):  # a copy installed inside some other checkout: not its commit
+        return subprocess.CompletedProcess(argv, 0, stdout="/some/other/repo\n" if "--show-toplevel" in argv
+                                           else "0123456789abcdef0123456789abcdef01234567\n")
+    monkeypatch.setattr(provenance.subprocess, "run", another_repository)
+    assert provenance.git_commit() == "unknown" and provenance.code_version() == anchorlab.__version__
+    provenance.git_commit.cache_clear()

@@ -11,10 +11,14 @@ import anchorlab
 
 @functools.cache
 def git_commit() -> str:
-    """The commit of the anchorlab checkout the package runs from (``+dirty`` if tracked files differ from it),
-    or "unknown" (an installed copy, or no git)."""
+    """The commit of the anchorlab checkout the package runs from (``+dirty`` if tracked files of the package
+    differ from it), or "unknown" (an installed copy, one inside another repository, or no git)."""
     here = Path(anchorlab.__file__).resolve().parent
     try:
+        top = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=10, check=True).stdout.strip()
+        if Path(top).resolve() / "src" / "anchorlab" != here:  # installed inside some other repository
+            return "unknown"
         sha = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=10, check=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no", "--", "."],
