@@ -392,6 +392,28 @@ def test_a_ray_retry_outwaits_a_lost_nodes_lock(tmp_path, monkeypatch):
     assert 0.3 < time.monotonic() - t0 < 4.0  # it waited for the lock to go stale, not for the whole wait
 
 
+def test_ctrl_c_is_one_line_and_the_same_command_resumes(tmp_path):
+    """SIGINT to a training CLI: one line, exit 130, no traceback, the lock released (not a FAILED run), and the
+    same command then resumes and finishes."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    (tmp_path / "good.toml").write_text(TINY_ANCHOR_TOML)
+    argv = CLI + ["train", "good.toml", "--set", "train.epochs=40", "--out", "r"]
+    first = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    for _ in range(900):
+        if len(rundir.read_metrics(tmp_path / "r", rundir.EPOCHS)) >= 2:
+            break
+        time.sleep(0.1)
+    first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == 130, err
+    assert err.strip().splitlines()[-1] == ("anchorlab train: interrupted; the same command resumes each unfinished "
+                                            "run from its last epoch boundary") and "Traceback" not in err
+    assert not (tmp_path / "r" / rundir.LOCK).exists() and not (tmp_path / "r" / rundir.FAILED).exists()
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert rundir.read_json(tmp_path / "r" / rundir.SUMMARY)["sessions"][-1]["from_step"] > 0  # resumed, not anew
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Workers that die
 

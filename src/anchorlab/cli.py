@@ -3,7 +3,8 @@ makes one library call per sub-command; values are checked where they are used, 
 set whose files are missing) is one line, exit 2; every argument is checked before the first file is written.
 
 Exit status: 0 ok; 1 a run failed (it diverged, raised, or its worker died: one line per run says which and
-why, after the others finished); 2 bad input (a config value, a file, an argument: one line naming it)."""
+why, after the others finished); 2 bad input (a config value, a file, an argument: one line naming it); 130
+interrupted (Ctrl-C: one line; the same command resumes each unfinished run)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import anchorlab
 from anchorlab.config import ConfigError, parse_override
 from anchorlab.kinds import KINDS, preflight
 
-EXIT_CODES = "exit status: 0 ok; 1 a run failed (one line per run: which and why); 2 bad input (one line naming it)"
+EXIT_CODES = ("exit status: 0 ok; 1 a run failed (one line per run: which and why); 2 bad input (one line naming "
+              "it); 130 interrupted (the same command resumes)")
 
 
 def _out_file(path: str | Path, field: str = "--out") -> Path:
@@ -251,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
         print(f"anchorlab {a.cmd}: error: {_one_line(e)}", file=sys.stderr)  # a path given that cannot be used
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: runs keep their last epoch boundary, their locks are released
+        print(f"anchorlab {a.cmd}: interrupted; the same command resumes each unfinished run from its last epoch "
+              "boundary", file=sys.stderr)
+        return 130  # as a shell reports a process ended by SIGINT
     except BrokenPipeError:  # `anchorlab ... | head`: the reader left; stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
