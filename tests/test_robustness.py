@@ -414,6 +414,28 @@ def test_ctrl_c_is_one_line_and_the_same_command_resumes(tmp_path):
     assert rundir.read_json(tmp_path / "r" / rundir.SUMMARY)["sessions"][-1]["from_step"] > 0  # resumed, not anew
 
 
+def test_ctrl_c_on_a_process_sweep_stops_its_workers_quietly(tmp_path):
+    """A terminal's Ctrl-C reaches the whole process group: the workers leave it to the sweep, which stops them;
+    one line, exit 130, no worker traceback, no lock left behind."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    (tmp_path / "base.toml").write_text(TINY_ANCHOR_TOML)
+    (tmp_path / "s.toml").write_text('name = "t"\nbase = "base.toml"\n[set]\n"train.epochs" = 300\n'
+                                     '[axes]\n"init.gamma" = [0.5, 1.0]\n')
+    sweep = subprocess.Popen(CLI + ["sweep", "s.toml", "--out", "sw", "--backend", "process", "--workers", "2"],
+                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                             start_new_session=True)
+    for _ in range(900):
+        if len(list(tmp_path.glob("sw/*/epochs.jsonl"))) == 2:
+            break
+        time.sleep(0.1)
+    os.killpg(sweep.pid, signal.SIGINT)
+    _, err = sweep.communicate(timeout=120)
+    assert sweep.returncode == 130 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().endswith("anchorlab sweep: interrupted; the same command resumes each unfinished run from its "
+                                "last epoch boundary")
+    assert not list(tmp_path.glob("sw/*/LOCK")) and not list(tmp_path.glob("sw/*/FAILED"))
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Workers that die
 

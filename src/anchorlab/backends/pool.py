@@ -35,8 +35,14 @@ def _exit_with_parent(parent_pid: int, every_s: float = 1.0) -> None:
     os._exit(1)
 
 
+def _stop(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)  # unwinds the run: its lock is released, its last epoch boundary kept
+
+
 def _worker(cfg: Any, run_dir: Path, conn: Connection, parent_pid: int) -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent stops the workers
+    signal.signal(signal.SIGTERM, _stop)  # ... with SIGTERM
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
     result = train_reporting(cfg, run_dir, lambda *event: conn.send(("event", event)))
     conn.send(("result", result))
