@@ -49,14 +49,20 @@ def keep_freed_memory() -> bool:
     global _tuned
     if _tuned is not None:
         return _tuned
-    setting = os.environ.get(MALLOC_ENV, "keep")
-    if setting not in ("keep", "system"):
-        raise ConfigError(f"{MALLOC_ENV}={setting!r}: allowed values are 'keep' (the default) and 'system'")
+    setting = malloc_setting()
     _tuned = False
     if setting == "keep" and sys.platform == "linux" and platform.libc_ver()[0] == "glibc":
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         _tuned = bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
     return _tuned
+
+
+def malloc_setting() -> str:
+    """``ANCHORLAB_MALLOC``: "keep" (the default) or "system"."""
+    setting = os.environ.get(MALLOC_ENV, "keep")
+    if setting not in ("keep", "system"):
+        raise ConfigError(f"{MALLOC_ENV}={setting!r}: allowed values are 'keep' (the default) and 'system'")
+    return setting
 
 
 def denormals_setting() -> str:
@@ -70,16 +76,15 @@ def denormals_setting() -> str:
 def check_settings() -> None:
     """Both environment settings read here are valid (a :class:`ConfigError` naming the variable if not): the
     CLI checks them before anything is written."""
+    malloc_setting()
     denormals_setting()
-    if os.environ.get(MALLOC_ENV, "keep") not in ("keep", "system"):
-        raise ConfigError(f"{MALLOC_ENV}={os.environ[MALLOC_ENV]!r}: allowed values are 'keep' (the default) and "
-                          "'system'")
 
 
 def flush_denormals() -> bool:
     """Set the CPU's flush-to-zero mode unless ``ANCHORLAB_DENORMALS=keep``; returns whether it is in effect
     (False where the CPU has no such mode)."""
-    return bool(torch.set_flush_denormal(denormals_setting() == "flush")) and denormals_setting() == "flush"
+    flush = denormals_setting() == "flush"
+    return bool(torch.set_flush_denormal(flush)) and flush
 
 
 def setup_cpu(threads: int) -> None:

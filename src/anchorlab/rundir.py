@@ -141,6 +141,14 @@ def _me() -> dict[str, Any]:
     return {"pid": os.getpid(), "host": socket.gethostname(), "boot": _boot_id(), "started": _start_time(os.getpid())}
 
 
+def _read_lock(path: Path) -> tuple[dict[str, Any], float]:
+    """A LOCK's holder and its age in seconds since last touched ({} and 0 where it cannot be read)."""
+    try:
+        return json.loads(path.read_text() or "{}"), time.time() - path.stat().st_mtime
+    except (OSError, ValueError):
+        return {}, 0.0
+
+
 def _heartbeat(path: Path, stop: threading.Event) -> None:
     """Touch the held ``path`` every :data:`LOCK_HEARTBEAT_S` until ``stop`` is set (a daemon thread)."""
     while not stop.wait(LOCK_HEARTBEAT_S):
@@ -152,13 +160,9 @@ def check_lock_held(run_dir: Path) -> None:
     """Stop (:class:`RunLocked`) if ``run_dir``'s LOCK now names another process: one on another host took the
     directory over after this one's heartbeat stopped (it was paused past :data:`LOCK_STALE_S`). A directory
     written without a lock (library calls outside :func:`writer_lock`) passes."""
-    path = Path(run_dir) / LOCK
-    try:
-        holder = json.loads(path.read_text() or "{}")
-    except (OSError, ValueError):
-        return
-    if holder and {k: holder.get(k) for k in ("pid", "host", "started")} != {
-            k: v for k, v in _me().items() if k in ("pid", "host", "started")}:
+    holder, _ = _read_lock(Path(run_dir) / LOCK)
+    me = _me()
+    if holder and any(holder.get(k) != me[k] for k in ("pid", "host", "started")):
         raise RunLocked(f"{run_dir}: another process (pid {holder.get('pid')} on {holder.get('host')}) took over this "
                         "run directory while this one was not heard from; this one stops without writing")
 
@@ -183,23 +187,11 @@ def writer_lock(run_dir: str | Path) -> Iterator[None]:
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            try:
-                holder = json.loads(path.read_text() or "{}")
-            except (OSError, ValueError):
-                holder = {}
-            pid, where = holder.get("pid"), holder.get("host")
-            try:
-                age = time.time() - path.stat().st_mtime
-            except OSError:
-                age = 0.0
-            while where != host and _holder_alive(holder, host, age) and time.monotonic() < deadline:
+            holder, age = _read_lock(path)
+            while holder.get("host") != host and _holder_alive(holder, host, age) and time.monotonic() < deadline:
                 time.sleep(min(LOCK_HEARTBEAT_S, max(deadline - time.monotonic(), 0.0)))
-                try:  # still the same holder, still silent?
-                    holder = json.loads(path.read_text() or "{}")
-                    age = time.time() - path.stat().st_mtime
-                except (OSError, ValueError):
-                    holder, age = {}, 0.0
-                pid, where = holder.get("pid"), holder.get("host")
+                holder, age = _read_lock(path)  # still the same holder, still silent?
+            pid, where = holder.get("pid"), holder.get("host")
             if _holder_alive(holder, host, age):
                 raise RunLocked(f"{run_dir}: another process (pid {pid} on {where}) is writing this run directory; "
                                 f"wait for it, or delete {path} if that process is gone") from None
