@@ -11,7 +11,9 @@ that every node sees, and every node needs anchorlab and torch installed.
 
 Progress events travel back through a ``ray.util.queue.Queue`` (an actor holding no CPU), as the pool's pipes
 carry them: ``("start", run_dir)`` when a task starts (a run's second start is Ray retrying it) and
-``("event", event)`` for :class:`~anchorlab.backends.common.SweepProgress`.
+``("event", event)`` for :class:`~anchorlab.backends.common.SweepProgress`. When the driver stops (Ctrl-C reaches
+it and, from the terminal, the workers), the queue dies with it and a task still training stops at its next
+event as an interrupted run (:class:`SweepGone`): lock released, no FAILED mark, the same command resumes it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from anchorlab import rundir
 from anchorlab.backends.common import Job, RunResult, SweepProgress, one_thread, train_reporting
 from anchorlab.config import ConfigError
 
+STOP_WAIT_S = 60.0  # how long Ctrl-C waits for cancelled tasks to unwind before the cluster is shut down
+
 
 def _import_ray() -> Any:
     try:
@@ -33,12 +37,26 @@ def _import_ray() -> Any:
     return ray
 
 
+class SweepGone(KeyboardInterrupt):
+    """The sweep that started this task has stopped (its progress queue died with the driver, e.g. on Ctrl-C):
+    the run stops as an interrupted one does, at its last epoch boundary, its lock released and not marked
+    FAILED (a ``KeyboardInterrupt``, so neither :func:`anchorlab.rundir.writer_lock` nor
+    :func:`~anchorlab.backends.common.train_reporting` takes it for the run's own error)."""
+
+
+def _put(queue: Any, item: tuple[str, Any]) -> None:
+    try:
+        queue.put(item)
+    except Exception as e:  # Ray's ActorDiedError / RayActorError: nobody is listening any more
+        raise SweepGone(f"the sweep's progress queue is gone ({type(e).__name__})") from e
+
+
 def _run_task(cfg: Any, run_dir: Path, queue: Any) -> RunResult:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     # a retry after a lost node finds that node's lock: wait for its heartbeat to stop counting (anchorlab.rundir)
     rundir.OTHER_HOST_WAIT_S = rundir.LOCK_STALE_S + 2 * rundir.LOCK_HEARTBEAT_S
-    queue.put(("start", str(run_dir)))  # Ray tells the driver nothing when it retries a task; this does
-    return train_reporting(cfg, run_dir, lambda *event: queue.put(("event", event)))
+    _put(queue, ("start", str(run_dir)))  # Ray tells the driver nothing when it retries a task; this does
+    return train_reporting(cfg, run_dir, lambda *event: _put(queue, ("event", event)))
 
 
 def _fields(r: RunResult) -> tuple[dict[str, Any] | None, str | None]:
@@ -56,6 +74,16 @@ def _init_local(ray: Any, options: dict[str, Any]) -> None:
     finally:  # the raylet has read it by now; the caller's environment is left as it was
         if before is None:
             os.environ.pop(key, None)
+
+
+def _stop(ray: Any, pending: list[Any]) -> None:
+    """Cancel the tasks still queued or training and wait (up to :data:`STOP_WAIT_S`) until they have ended.
+    A running task gets a ``KeyboardInterrupt`` (``ray.cancel`` without ``force``) and unwinds as an interrupted
+    ``anchorlab train`` does: its lock released, nothing marked FAILED. Shutting the cluster down at once would
+    kill the workers mid-step and leave their locks to be taken over (with a warning) by the next command."""
+    for ref in pending:
+        ray.cancel(ref)
+    ray.wait(pending, num_returns=len(pending), timeout=STOP_WAIT_S)
 
 
 def run_ray(todo: list[Job], progress: SweepProgress, address: str | None = None,
@@ -110,9 +138,13 @@ def run_ray(todo: list[Job], progress: SweepProgress, address: str | None = None
                     progress.write(f"run {jobs.get(body, body)}: worker died; Ray started it again "
                                    f"(attempt {starts[body]} of {max_retries + 1})")
 
-        while pending:
-            _ready, pending = ray.wait(pending, num_returns=len(pending), timeout=poll_seconds)
-            drain()
+        try:
+            while pending:
+                _ready, pending = ray.wait(pending, num_returns=len(pending), timeout=poll_seconds)
+                drain()
+        except KeyboardInterrupt:  # Ctrl-C: stop every task at its epoch boundary before the cluster goes down
+            _stop(ray, pending)
+            raise
         drain()
         results = []
         for ref, (_cfg, d) in zip(refs, todo):
