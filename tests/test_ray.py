@@ -151,7 +151,7 @@ def test_ctrl_c_on_a_ray_sweep_is_one_line_and_the_same_command_resumes(tmp_path
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root / "src")}
     (tmp_path / "base.toml").write_text(TINY_ANCHOR_TOML)
-    (tmp_path / "s.toml").write_text('name = "t"\nbase = "base.toml"\n[set]\n"train.epochs" = 150\n'
+    (tmp_path / "s.toml").write_text('name = "t"\nbase = "base.toml"\n[set]\n"train.epochs" = 60\n'
                                      '[axes]\n"init.gamma" = [0.5, 1.0]\n')
     argv = [sys.executable, "-m", "anchorlab.cli", "sweep", "s.toml", "--out", "sw", "--backend", "ray",
             "--workers", "2"]
