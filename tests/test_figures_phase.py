@@ -186,3 +186,51 @@ def test_p1_condensation_draws_the_logged_mechanism_scalars_with_each_runs_answe
     assert {r["run_id"]: r["last_answer"] for r in rows} == {"small": "inferential", "middle": "symmetric"}
     with pytest.raises(ConfigError, match="p1-condensation: needs composite-task"):
         draw("p1-condensation", [bare], tmp_path / "o2")
+
+
+def test_the_keys_option_reads_one_key_type_of_the_held_out_pair(tmp_path):
+    """keys=train draws the train-type-key values (what the authors' log and figure code read) instead of the
+    pooled ones, says so in the CSV; a bad value is one line naming the option, nothing drawn."""
+    runs = [fake_run(tmp_path / f"g{g}_s{s}", g, s, ev, done=(g == 0.8)) for (g, s), ev in CURVES.items()]
+    rows = list(csv.DictReader(open(draw("p1-curves", runs, tmp_path / "c", keys="train").with_suffix(".csv"))))
+    assert [float(r["inferential"]) for r in rows] == [0.021, 0.0, 0.011, 0.41, 0.94]  # the _xel column
+    assert {r["keys"] for r in rows} == {"train"}
+    rows = list(csv.DictReader(open(draw("p1-gamma", runs, tmp_path / "g", keys="train").with_suffix(".csv"))))
+    assert [(float(r["gamma"]), float(r["inferential"]), r["keys"]) for r in rows] == [(0.5, 0.0, "train"),
+                                                                                       (0.8, 0.94, "train")]
+    pooled = list(csv.DictReader(open(draw("p1-gamma", runs, tmp_path / "p").with_suffix(".csv"))))
+    assert [float(r["inferential"]) for r in pooled] == [0.0, 0.93] and {r["keys"] for r in pooled} == {"both"}
+    for name in ("p1-curves", "p1-gamma", "p1-fit-speed"):
+        with pytest.raises(ConfigError, match=rf"figure {name}: option keys: one of both .* got 'xel'"):
+            draw(name, runs, tmp_path / "bad", keys="xel")
+    assert not (tmp_path / "bad").exists()
+    # runs that log no test-type values (as these) give p1-gamma nothing to draw: it says why
+    with pytest.raises(ConfigError, match=r"per key type \(keys=test\)"):
+        draw("p1-gamma", runs, tmp_path / "bad", keys="test")
+
+
+def test_fig2_best_epoch_on_one_key_type_reads_each_runs_history(tmp_path):
+    """P1 Fig. 2 over γ with keys=train: the final values come from the summaries; with --best-epoch, the best
+    train-type-key value over each run's evaluations (summaries record the best of the pooled values only)."""
+    sw = tmp_path / "sw"
+    middle = [(0, 0, 0.02, 0.01, 0.04, 0.021), (3, 30, 0.10, 0.75, 0.95, 0.30), (6, 60, 0.05, 0.9, 0.97, 0.2)]
+    evals = {"a": (0.5, middle), "b": (0.8, CURVES[(0.8, 1)])}
+    for name, (gamma, ev) in evals.items():
+        d = fake_run(sw / name, gamma, 1, ev, done=True)
+        last = ev[-1]
+        rundir.write_json(d / rundir.SUMMARY, {
+            "unseen_inferential_acc": last[2], "unseen_symmetric_acc": last[3], "seen_test_acc": last[4],
+            "unseen_inferential_acc_xel": last[5], "unseen_symmetric_acc_xel": last[3],
+            "best": {"unseen_inferential_acc": max(e[2] for e in ev), "unseen_symmetric_acc": max(e[3] for e in ev),
+                     "seen_test_acc": max(e[4] for e in ev)}})
+    points = {n: {"init.gamma": g, "seed": 1} for n, (g, _) in evals.items()}
+    (sw / "sweep.json").write_text(json.dumps({"axes": {"init.gamma": [0.5, 0.8]}, "runs": points}))
+
+    def table(**options):
+        png = draw("p1-fig2", [sw], tmp_path / str(len(options)) / "_".join(map(str, options.values())), **options)
+        return {float(r["init.gamma"]): float(r["inferential"]) for r in csv.DictReader(open(png.with_suffix(".csv")))}
+
+    assert table(keys="train") == {0.5: 0.2, 0.8: 0.94}
+    assert table(keys="train", use_best_epoch=True) == {0.5: 0.30, 0.8: 0.94}  # 0.30 at epoch 3, from metrics.jsonl
+    assert table(use_best_epoch=True) == {0.5: 0.10, 0.8: 0.93}  # pooled: the summaries' best
+    assert table() == {0.5: 0.05, 0.8: 0.93}

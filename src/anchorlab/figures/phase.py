@@ -16,16 +16,48 @@ from anchorlab.plotting.figures import plot_gamma_comparison, plot_phase_diagram
 from anchorlab.sweep import MANIFEST, collect
 
 FIG2_AXES = ("init.gamma", "model.n_layers")
+# Which inputs of the held-out pair a figure reads (option ``keys``): both key types pooled (our headline, the
+# default), or one type. The authors' logs and figure code read the train-type keys (group 43_xel); P1 App. C
+# names both ("pairs of unseen anchors with test data or training data"). Every evaluation logs all three.
+PROBE_KEYS = {"both": "", "train": "_xel", "test": "_xm0"}
+KEYS_NAMES = {"both": "pooled over key types", "train": "train-type keys", "test": "test-type keys"}
+
+
+def probe_suffix(figure_name: str, keys: str) -> str:
+    """The metric-name suffix of option ``keys`` (:data:`PROBE_KEYS`); a bad value is one line naming it."""
+    if keys not in PROBE_KEYS:
+        raise ConfigError(f"figure {figure_name}: option keys: one of both (pooled, the default), train (the "
+                          f"authors' 43_xel) or test (43_xm0), got {keys!r}")
+    return PROBE_KEYS[keys]
+
+
+def _with_best(rows: list[dict[str, Any]], sweep_dir: Path, metrics: tuple[str, ...]) -> list[dict[str, Any]]:
+    """``rows`` (of :func:`~anchorlab.sweep.collect`) with ``best_<metric>`` for each of ``metrics``: from the
+    summary where it records it (the headline metrics), else the highest value over the run's ``metrics.jsonl``
+    (the per-key-type accuracies)."""
+    for r in rows:
+        missing = [m for m in metrics if f"best_{m}" not in r]
+        if missing and r.get("status") == "done":
+            history = rundir.read_metrics(sweep_dir / r["run_id"])
+            for m in missing:
+                values = [h[m] for h in history if h.get(m) is not None]
+                if values:
+                    r[f"best_{m}"] = max(values)
+    return rows
 
 
 @figure("p1-fig2", "sweep", "P1 Fig. 2a/b: symmetric and inferential accuracy on (4,3) over γ × depth "
         "(a sweep over one of them, or over one other axis: accuracy along it)")
-def p1_fig2(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False) -> Path:
+def p1_fig2(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False, keys: str = "both") -> Path:
     """P1 Fig. 2a/2b: symmetric and inferential accuracy on the held-out pair over γ × depth. A sweep with
     only one of those axes (or, with neither, exactly one other non-seed axis) gets the 1-D version:
-    accuracy along that axis, one dot per seed (best over any other axis), a bar at the mean."""
+    accuracy along that axis, one dot per seed (best over any other axis), a bar at the mean. ``keys``: the
+    held-out pair's inputs read (:data:`PROBE_KEYS`; "train" is what the authors' figure code reads)."""
+    sfx = probe_suffix("p1-fig2", keys)
+    metrics = (f"unseen_symmetric_acc{sfx}", f"unseen_inferential_acc{sfx}")
     rows = collect(sweep_dir)
-    metrics = ("unseen_symmetric_acc", "unseen_inferential_acc")
+    if use_best_epoch:
+        rows = _with_best(rows, Path(sweep_dir), (*metrics, "seen_test_acc"))
     axes = rundir.read_json(Path(sweep_dir) / MANIFEST).get("axes", {})
     present = [a for a in FIG2_AXES if a in axes]
     others = [a for a in axes if a not in SEED_AXES and a not in FIG2_AXES]
@@ -34,10 +66,11 @@ def p1_fig2(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False
         if len(line) != 1:
             raise ConfigError(f"figure p1-fig2: needs a sweep over init.gamma and model.n_layers (2-D) or over one "
                               f"axis (1-D); {sweep_dir} has axes {', '.join(axes) or 'none'}")
-        return _fig2_line(rows, line[0], Path(out), use_best_epoch)
+        return _fig2_line(rows, line[0], Path(out), use_best_epoch, keys)
     g = phase_grid(rows, x="init.gamma", y="model.n_layers", metrics=metrics, use_best_epoch=use_best_epoch)
-    fig = plot_phase_diagrams(g["xs"], g["ys"], {"symmetric (4,3) → x−6": g[metrics[0]],
-                                                 "inferential (4,3) → x−10": g[metrics[1]]}, g["mask"])
+    tag = "" if keys == "both" else f", {KEYS_NAMES[keys]}"
+    fig = plot_phase_diagrams(g["xs"], g["ys"], {f"symmetric (4,3) → x−6{tag}": g[metrics[0]],
+                                                 f"inferential (4,3) → x−10{tag}": g[metrics[1]]}, g["mask"])
     return _save_grid(fig, g, metrics, Path(out), "p1-fig2", lambda xv, yv: {"gamma": xv, "n_layers": yv})
 
 
@@ -64,10 +97,12 @@ def _std_W_Q(cfg: RunConfig) -> float | None:
     return init_std("attn_in", (m.n_heads, m.d_model, m.d_head), cfg.init) if m.name == "gpt" else None
 
 
-def gamma_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
+def gamma_rows(run_dirs: list[Path], keys: str = "both") -> list[dict[str, Any]]:
     """One row per composite-task run of ``run_dirs`` that has an evaluation: model, γ, seed, std of W_Q and
-    the held-out pair's inferential / symmetric / seen-test accuracy (final; the last evaluation of an
-    unfinished run, marked ``status``). Other runs (other tasks, not started) are left out."""
+    the held-out pair's inferential / symmetric accuracy on the inputs ``keys`` selects (:data:`PROBE_KEYS`)
+    and the seen pairs' test accuracy (final; the last evaluation of an unfinished run, marked ``status``).
+    Other runs (other tasks, not started) are left out."""
+    sfx = PROBE_KEYS[keys]
     rows = []
     for d in run_dirs:
         cfg = _composite_config(d)
@@ -75,13 +110,14 @@ def gamma_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
             continue
         done = (d / rundir.SUMMARY).is_file()
         last = rundir.read_json(d / rundir.SUMMARY) if done else (rundir.read_metrics(d) or [{}])[-1]
-        if "unseen_inferential_acc" not in last:
+        if f"unseen_inferential_acc{sfx}" not in last:
             continue
         rows.append({"run_id": d.name, "model": model_label(cfg), "gamma": cfg.init.gamma,
                      "seed": cfg.seeds.init_seed, "std": last.get("std_W_Q", _std_W_Q(cfg)),
-                     "inferential": last["unseen_inferential_acc"], "symmetric": last["unseen_symmetric_acc"],
+                     "inferential": last[f"unseen_inferential_acc{sfx}"],
+                     "symmetric": last[f"unseen_symmetric_acc{sfx}"],
                      "seen_test": last.get("seen_test_acc"), "status": "done" if done else "unfinished",
-                     "pair": _probe_pair(cfg)})
+                     "pair": _probe_pair(cfg), "keys": keys})
     return sorted(rows, key=lambda r: (r["model"], r["gamma"], r["seed"]))
 
 
@@ -99,6 +135,7 @@ def best_per_seed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"model": model, "gamma": gamma, "seed": seed, "std": group[0]["std"],
                     **{k: best[k][k] for k in best}, "n_runs": len(group),
                     "status": "done" if all(r["status"] == "done" for r in group) else "unfinished", "pair": pair,
+                    "keys": group[0].get("keys", "both"),
                     "best_inferential_run": best["inferential"]["run_id"],
                     "best_symmetric_run": best["symmetric"]["run_id"]})
     return out
@@ -106,15 +143,20 @@ def best_per_seed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @figure("p1-gamma", "runs", "P1 γ comparison: inferential and symmetric accuracy on the held-out pair per γ, "
         "one dot per seed")
-def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False) -> Path:
+def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False, keys: str = "both") -> Path:
     """The demo's one picture: per γ (and model) the fraction of held-out-pair inputs answered inferentially
     and symmetrically at the end of training, one dot per seed, a bar at the mean (``gamma_rows``). With
     ``best_of_seed``, runs of one seed (other learning rates, say) make one dot: P1's best over them
-    (:func:`best_per_seed`); without it, each run is a dot."""
-    rows = gamma_rows([Path(d) for d in run_dirs])
+    (:func:`best_per_seed`); without it, each run is a dot. ``keys``: which inputs of the held-out pair
+    (:data:`PROBE_KEYS`)."""
+    probe_suffix("p1-gamma", keys)
+    rows = gamma_rows([Path(d) for d in run_dirs], keys)
     if not rows:
-        raise ConfigError("figure p1-gamma: needs composite-task (P1) runs with at least one evaluation")
+        raise ConfigError("figure p1-gamma: needs composite-task (P1) runs with at least one evaluation"
+                          + ("" if keys == "both" else f" that logs the held-out pair per key type (keys={keys})"))
     pairs = " / ".join(sorted({r["pair"] for r in rows}))
+    if keys != "both":
+        pairs += f", {KEYS_NAMES[keys]}"
     if best_of_seed:
         rows = best_per_seed(rows)
         fig = plot_gamma_comparison(rows, pair=pairs, dots="seed (best of its runs)",
@@ -132,6 +174,12 @@ CURVE_KEYS = {"inferential": "unseen_inferential_acc", "symmetric": "unseen_symm
 CURVE_EXTRA_KEYS = {"inferential_xel": "unseen_inferential_acc_xel", "symmetric_xel": "unseen_symmetric_acc_xel"}
 
 
+def _curve_keys(keys: str) -> dict[str, str]:
+    """:data:`CURVE_KEYS` with the held-out pair read on the inputs ``keys`` selects (:data:`PROBE_KEYS`)."""
+    sfx = PROBE_KEYS[keys]
+    return {k: f"{key}{sfx}" if key.startswith("unseen_") else key for k, key in CURVE_KEYS.items()}
+
+
 def curve_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
     """One row per evaluation (``metrics.jsonl``) of each composite-task run of ``run_dirs``: run, model, width,
     γ, std of W_Q, precision, seed, ``status`` (done / unfinished), ``cooldown_from`` (the epoch a
@@ -141,9 +189,12 @@ def curve_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
     return [r for rows in _curve_runs(run_dirs) for r in rows]
 
 
-def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None) -> list[list[dict[str, Any]]]:
+def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None,
+                keys: str = "both") -> list[list[dict[str, Any]]]:
     """:func:`curve_rows` per run (runs with no evaluation left out), so two runs of one name stay apart; each
-    row also carries ``extra`` (column → logged key; None where not logged)."""
+    row also carries ``extra`` (column → logged key; None where not logged). ``keys``: which inputs of the
+    held-out pair the ``inferential`` and ``symmetric`` columns read (:data:`PROBE_KEYS`)."""
+    curve_keys = _curve_keys(keys)
     runs = []
     for d in run_dirs:
         cfg = _composite_config(d)
@@ -152,13 +203,13 @@ def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None) -> li
         m = cfg.model
         head = {"run_id": d.name, "model": model_label(cfg), "d_model": m.d_model, "gamma": cfg.init.gamma,
                 "std_W_Q": _std_W_Q(cfg), "precision": cfg.train.precision, "seed": cfg.seeds.init_seed,
-                "status": "done" if rundir.is_done(d) else "unfinished", "pair": _probe_pair(cfg),
+                "status": "done" if rundir.is_done(d) else "unfinished", "pair": _probe_pair(cfg), "keys": keys,
                 "cooldown_from": (cfg.train.epochs - cfg.train.cooldown_epochs) if cfg.train.cooldown_epochs else None}
         rows = [{**head, "epoch": r["epoch"], "step": r["step"],
-                 **{k: r.get(key) for k, key in CURVE_KEYS.items()},
+                 **{k: r.get(key) for k, key in curve_keys.items()},
                  **{k: r[key] for k, key in CURVE_EXTRA_KEYS.items() if key in r},
                  **{k: r.get(key) for k, key in (extra or {}).items()}}
-                for r in rundir.read_metrics(d) if CURVE_KEYS["inferential"] in r]
+                for r in rundir.read_metrics(d) if curve_keys["inferential"] in r]
         if rows:
             cooled = (head["cooldown_from"] is not None, head["cooldown_from"] or 0)  # a branch after its source
             runs.append(((head["model"], head["d_model"], head["gamma"], head["precision"], head["seed"], cooled,
@@ -168,7 +219,7 @@ def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None) -> li
 
 @figure("p1-curves", "runs", "P1 both sides over training: held-out-pair inferential (solid) and symmetric (dashed) "
         "accuracy and seen test accuracy per epoch, a panel per γ, a line per seed")
-def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9) -> Path:
+def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, keys: str = "both") -> Path:
     """Per run, from its ``metrics.jsonl`` only (unfinished runs up to their last evaluation): the held-out
     pair's inferential and symmetric accuracy, pooled over train- and test-type keys (``unseen_inferential_acc``
     / ``unseen_symmetric_acc``, the headline keys of p1-gamma and the demo's checks), and the seen pairs'
@@ -176,8 +227,9 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9) -> 
     the runs mix fp32 and bf16), one marker per seed (a cooled-down run is its own), a line at ``threshold``
     (the demo's 0.9 bar). The CSV (one row per evaluation, :func:`curve_rows`) also carries the train-type-key
     values (``_xel``) that the paper-config replay tables (docs/p1_paper_vs_reference.md) compare with the
-    authors' log."""
-    runs = _curve_runs([Path(d) for d in run_dirs])
+    authors' log; ``keys`` = "train" or "test" draws one key type instead of the pooled values."""
+    probe_suffix("p1-curves", keys)
+    runs = _curve_runs([Path(d) for d in run_dirs], keys=keys)
     if not runs:
         raise ConfigError("figure p1-curves: needs composite-task (P1) runs with at least one evaluation")
     mixed_precision = len({rows[0]["precision"] for rows in runs}) > 1  # then fp32 and bf16 get their own panels
@@ -193,13 +245,14 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9) -> 
                        **{k: [float("nan") if e[k] is None else float(e[k]) for e in rows] for k in CURVE_KEYS}})
     pairs = " / ".join(sorted({rows[0]["pair"] for rows in runs}))
     fig = plot_probe_curves(curves, pair=pairs, threshold=threshold,
-                            title=f"P1: held-out pair {pairs} during training (pooled over key types)")
+                            title=f"P1: held-out pair {pairs} during training ({KEYS_NAMES[keys]})")
     return save_figure(fig, [r for rows in runs for r in rows], Path(out), "p1-curves")
 
 
-def _fig2_line(rows: list[dict[str, Any]], axis: str, out: Path, use_best_epoch: bool) -> Path:
+def _fig2_line(rows: list[dict[str, Any]], axis: str, out: Path, use_best_epoch: bool, keys: str) -> Path:
     """P1 Fig. 2 along one axis: per value and seed the held-out pair's accuracies (best over other axes)."""
-    done = [r for r in rows if r.get("status") == "done" and "unseen_inferential_acc" in r]
+    sfx = PROBE_KEYS[keys]
+    done = [r for r in rows if r.get("status") == "done" and f"unseen_inferential_acc{sfx}" in r]
     if not done:
         raise ConfigError("figure p1-fig2: the sweep has no finished composite-task run")
     seed_axis = next((k for k in SEED_AXES if any(k in r for r in done)), None)
@@ -211,13 +264,13 @@ def _fig2_line(rows: list[dict[str, Any]], axis: str, out: Path, use_best_epoch:
         return float(r[f"best_{m}" if use_best_epoch and f"best_{m}" in r else m])
 
     table = [{axis: xv, "seed": seed, "n_runs": len(group),
-              **{k: max(value(r, f"unseen_{k}_acc") for r in group) for k in ("inferential", "symmetric")},
+              **{k: max(value(r, f"unseen_{k}_acc{sfx}") for r in group) for k in ("inferential", "symmetric")},
               "seen_test_acc": max(value(r, "seen_test_acc") for r in group)}
              for (xv, seed), group in sorted(cells.items(), key=lambda kv: (kv[0][0], str(kv[0][1])))]
     name = axis.split(".")[-1]
     fig = plot_gamma_comparison(table, x=axis, x_name="γ" if axis == "init.gamma" else name,
                                 xlabel=axis, dots="seed" if seed_axis else "run",
-                                title=f"P1 Fig. 2 over {axis}: held-out pair (4,3) "
+                                title=f"P1 Fig. 2 over {axis}: held-out pair (4,3), {KEYS_NAMES[keys]} "
                                       f"({'best' if use_best_epoch else 'final'} evaluation)")
     return save_figure(fig, table, out, "p1-fig2")
 
@@ -251,15 +304,18 @@ def _lr_wd_rows(sweep_dir: Path) -> tuple[list[dict[str, Any]], str]:
 
 
 @figure("p1-fig14", "sweep", "P1 Fig. 14: inferential accuracy on (4,3) over peak LR × weight decay")
-def p1_fig14(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False) -> Path:
+def p1_fig14(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False, keys: str = "both") -> Path:
     """P1 Fig. 14 (App. E): inferential accuracy on (4,3), mean over seeds, over peak LR (y) × WD (x).
 
     Cells are hatched where the seen-pair test accuracy is below 0.9, as in Fig. 2 (Fig. 14 has no hatching;
-    at the paper's setting no cell is expected to be hatched)."""
+    at the paper's setting no cell is expected to be hatched). ``keys``: as p1-fig2."""
+    metrics = (f"unseen_inferential_acc{probe_suffix('p1-fig14', keys)}",)
     rows, setting = _lr_wd_rows(Path(sweep_dir))
-    metrics = ("unseen_inferential_acc",)
+    if use_best_epoch:
+        rows = _with_best(rows, Path(sweep_dir), (*metrics, "seen_test_acc"))
     g = phase_grid(rows, x="weight_decay", y="peak_lr", metrics=metrics, use_best_epoch=use_best_epoch)
-    fig = plot_phase_diagrams(g["xs"], g["ys"], {f"inferential (4,3) → x−10\n{setting}": g[metrics[0]]},
+    tag = "" if keys == "both" else f", {KEYS_NAMES[keys]}"
+    fig = plot_phase_diagrams(g["xs"], g["ys"], {f"inferential (4,3) → x−10{tag}\n{setting}": g[metrics[0]]},
                               g["mask"], xlabel="weight decay", ylabel="peak learning rate")
     return _save_grid(fig, g, metrics, Path(out), "p1-fig14", lambda xv, yv: {"peak_lr": yv, "weight_decay": xv})
 
@@ -271,7 +327,8 @@ MECHANISM_KEYS = {"wq0_groups": "wq0_n_groups", "wq0_stable_rank": "stable_rank/
 EARLY_MECHANISM_KEYS = {f"early_{column}": key for column, key in MECHANISM_KEYS.items()}
 
 
-def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoch: int = 6) -> list[dict[str, Any]]:
+def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoch: int = 6,
+                   keys: str = "both") -> list[dict[str, Any]]:
     """One row per composite-task run with logged epochs and at least one evaluation: its identity (model,
     d_model, γ, std of W_Q, peak-LR multiplier, precision, seed, which draws came from a reference file), the
     first epoch whose mean training loss (``epochs.jsonl``) fell below ``loss_threshold`` (``fit_epoch``; None
@@ -282,9 +339,11 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoc
     with the mechanism scalars logged then (:data:`EARLY_MECHANISM_KEYS`: W_Q⁰ neuron groups at cosine 0.7 and
     stable rank, P1 Fig. 5 and 13; top eigenvalue share of the item embeddings' covariance; None where not logged).
     The question it serves: does how long a run stays on the loss plateau before fitting predict which
-    answer it gives, and can an early evaluation tell (docs/p1_fit_speed.md)?"""
+    answer it gives, and can an early evaluation tell (docs/p1_fit_speed.md)? ``keys``: which inputs of the
+    held-out pair (:data:`PROBE_KEYS`)."""
     rows = []
-    for rows_of_run, d in ((r, Path(d)) for d in run_dirs if (r := _curve_runs([Path(d)], EARLY_MECHANISM_KEYS))):
+    for rows_of_run, d in ((r, Path(d)) for d in run_dirs
+                           if (r := _curve_runs([Path(d)], EARLY_MECHANISM_KEYS, keys))):
         evals, cfg = rows_of_run[0], rundir.read_config(d)
         epochs = rundir.read_metrics(d, rundir.EPOCHS)
         if not epochs:
@@ -299,7 +358,7 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoc
         rows.append({"run_id": d.name, "model": last["model"], "d_model": last["d_model"], "gamma": last["gamma"],
                      "std_W_Q": last["std_W_Q"], "lr_multiplier": cfg.train.lr_multiplier,
                      "precision": last["precision"], "seed": last["seed"],
-                     "reference_parts": "+".join(parts), "pair": last["pair"], "status": last["status"],
+                     "reference_parts": "+".join(parts), "pair": last["pair"], "keys": keys, "status": last["status"],
                      "fit_epoch": fit_epoch,
                      "last_trained_epoch": epochs[-1]["epoch"], "last_epoch": last["epoch"],
                      "inferential": last["inferential"], "symmetric": last["symmetric"],
@@ -313,7 +372,8 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoc
 
 @figure("p1-fit-speed", "runs", "P1 outcome against fit speed: the held-out pair's inferential and symmetric "
         "accuracy per run against the first epoch whose training loss fell below a threshold")
-def p1_fit_speed(run_dirs: list[Path], out: str | Path, loss_threshold: float = 1.0, early_epoch: int = 6) -> Path:
+def p1_fit_speed(run_dirs: list[Path], out: str | Path, loss_threshold: float = 1.0, early_epoch: int = 6,
+                 keys: str = "both") -> Path:
     """Per composite-task run (:func:`fit_speed_rows`): x = the first epoch whose mean training loss fell below
     ``loss_threshold`` (runs that had not, at the right edge, hollow), y = the held-out pair's inferential
     (first panel) and symmetric (second) accuracy at the run's last evaluation, and, where evaluated, the early
@@ -326,10 +386,11 @@ def p1_fit_speed(run_dirs: list[Path], out: str | Path, loss_threshold: float = 
         raise ConfigError(f"figure p1-fit-speed: option loss_threshold: a number > 0, got {loss_threshold!r}")
     if not isinstance(early_epoch, int) or isinstance(early_epoch, bool) or early_epoch < 1:
         raise ConfigError(f"figure p1-fit-speed: option early_epoch: an integer >= 1, got {early_epoch!r}")
-    rows = fit_speed_rows([Path(d) for d in run_dirs], loss_threshold, early_epoch)
+    probe_suffix("p1-fit-speed", keys)
+    rows = fit_speed_rows([Path(d) for d in run_dirs], loss_threshold, early_epoch, keys)
     if not rows:
         raise ConfigError("figure p1-fit-speed: needs composite-task (P1) runs with logged epochs and an evaluation")
-    pairs = " / ".join(sorted({r["pair"] for r in rows}))
+    pairs = " / ".join(sorted({r["pair"] for r in rows})) + ("" if keys == "both" else f", {KEYS_NAMES[keys]}")
     return save_figure(plot_fit_speed(rows, loss_threshold, pair=pairs), rows, Path(out), "p1-fit-speed")
 
 
