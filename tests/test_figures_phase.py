@@ -234,3 +234,18 @@ def test_fig2_best_epoch_on_one_key_type_reads_each_runs_history(tmp_path):
     assert table(keys="train", use_best_epoch=True) == {0.5: 0.30, 0.8: 0.94}  # 0.30 at epoch 3, from metrics.jsonl
     assert table(use_best_epoch=True) == {0.5: 0.10, 0.8: 0.93}  # pooled: the summaries' best
     assert table() == {0.5: 0.05, 0.8: 0.93}
+
+
+def test_p1_gamma_best_epoch_and_keys_give_the_authors_reading(tmp_path):
+    """best_of_seed + keys=train + --best-epoch: per seed the best over its runs and over their evaluations, on the
+    train-type keys (the authors' plotting code); each mapping taken separately."""
+    runs = [fake_run(tmp_path / "a", 1.2, 1, CURVES[(0.8, 1)], done=True),  # _xel inferential 0.011, 0.41, 0.94
+            fake_run(tmp_path / "b", 1.2, 1, [(0, 0, 0.0, 0.0, 0.0, 0.0), (3, 30, 0.5, 0.3, 0.9, 0.96),
+                                              (6, 60, 0.2, 0.1, 0.99, 0.25)], done=True)]
+    png = draw("p1-gamma", runs, tmp_path / "o", best_of_seed=True, keys="train", use_best_epoch=True)
+    (row,) = list(csv.DictReader(open(png.with_suffix(".csv"))))
+    assert (float(row["inferential"]), float(row["symmetric"]), float(row["seen_test"])) == (0.96, 0.3, 0.99)
+    assert (row["best_inferential_run"], row["keys"], row["evaluation"], row["n_runs"]) == ("b", "train", "best", "2")
+    last = list(csv.DictReader(open(draw("p1-gamma", runs, tmp_path / "l", best_of_seed=True,
+                                         keys="train").with_suffix(".csv"))))
+    assert float(last[0]["inferential"]) == 0.94 and last[0]["evaluation"] == "last"

@@ -97,11 +97,12 @@ def _std_W_Q(cfg: RunConfig) -> float | None:
     return init_std("attn_in", (m.n_heads, m.d_model, m.d_head), cfg.init) if m.name == "gpt" else None
 
 
-def gamma_rows(run_dirs: list[Path], keys: str = "both") -> list[dict[str, Any]]:
+def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = False) -> list[dict[str, Any]]:
     """One row per composite-task run of ``run_dirs`` that has an evaluation: model, γ, seed, std of W_Q and
     the held-out pair's inferential / symmetric accuracy on the inputs ``keys`` selects (:data:`PROBE_KEYS`)
-    and the seen pairs' test accuracy (final; the last evaluation of an unfinished run, marked ``status``).
-    Other runs (other tasks, not started) are left out."""
+    and the seen pairs' test accuracy (final; the last evaluation of an unfinished run, marked ``status``; with
+    ``use_best_epoch`` each the highest over the run's evaluations, separately, as the authors' plotting code
+    took them). Other runs (other tasks, not started) are left out."""
     sfx = PROBE_KEYS[keys]
     rows = []
     for d in run_dirs:
@@ -112,12 +113,17 @@ def gamma_rows(run_dirs: list[Path], keys: str = "both") -> list[dict[str, Any]]
         last = rundir.read_json(d / rundir.SUMMARY) if done else (rundir.read_metrics(d) or [{}])[-1]
         if f"unseen_inferential_acc{sfx}" not in last:
             continue
+        if use_best_epoch:
+            history = rundir.read_metrics(d)
+            last = {**last, **{m: max(h[m] for h in history if h.get(m) is not None)
+                               for m in (f"unseen_inferential_acc{sfx}", f"unseen_symmetric_acc{sfx}", "seen_test_acc")
+                               if any(h.get(m) is not None for h in history)}}
         rows.append({"run_id": d.name, "model": model_label(cfg), "gamma": cfg.init.gamma,
                      "seed": cfg.seeds.init_seed, "std": last.get("std_W_Q", _std_W_Q(cfg)),
                      "inferential": last[f"unseen_inferential_acc{sfx}"],
                      "symmetric": last[f"unseen_symmetric_acc{sfx}"],
                      "seen_test": last.get("seen_test_acc"), "status": "done" if done else "unfinished",
-                     "pair": _probe_pair(cfg), "keys": keys})
+                     "pair": _probe_pair(cfg), "keys": keys, "evaluation": "best" if use_best_epoch else "last"})
     return sorted(rows, key=lambda r: (r["model"], r["gamma"], r["seed"]))
 
 
@@ -135,7 +141,7 @@ def best_per_seed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"model": model, "gamma": gamma, "seed": seed, "std": group[0]["std"],
                     **{k: best[k][k] for k in best}, "n_runs": len(group),
                     "status": "done" if all(r["status"] == "done" for r in group) else "unfinished", "pair": pair,
-                    "keys": group[0].get("keys", "both"),
+                    "keys": group[0].get("keys", "both"), "evaluation": group[0].get("evaluation", "last"),
                     "best_inferential_run": best["inferential"]["run_id"],
                     "best_symmetric_run": best["symmetric"]["run_id"]})
     return out
@@ -143,14 +149,17 @@ def best_per_seed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @figure("p1-gamma", "runs", "P1 γ comparison: inferential and symmetric accuracy on the held-out pair per γ, "
         "one dot per seed")
-def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False, keys: str = "both") -> Path:
+def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False, keys: str = "both",
+             use_best_epoch: bool = False) -> Path:
     """The demo's one picture: per γ (and model) the fraction of held-out-pair inputs answered inferentially
     and symmetrically at the end of training, one dot per seed, a bar at the mean (``gamma_rows``). With
     ``best_of_seed``, runs of one seed (other learning rates, say) make one dot: P1's best over them
     (:func:`best_per_seed`); without it, each run is a dot. ``keys``: which inputs of the held-out pair
-    (:data:`PROBE_KEYS`)."""
+    (:data:`PROBE_KEYS`); ``use_best_epoch`` (``--best-epoch``): each run's best evaluation instead of its last.
+    ``best_of_seed`` with ``keys=train`` and ``--best-epoch`` is the authors' reading of P1 Fig. 2: best over
+    rates and epochs on 43_xel."""
     probe_suffix("p1-gamma", keys)
-    rows = gamma_rows([Path(d) for d in run_dirs], keys)
+    rows = gamma_rows([Path(d) for d in run_dirs], keys, use_best_epoch)
     if not rows:
         raise ConfigError("figure p1-gamma: needs composite-task (P1) runs with at least one evaluation"
                           + ("" if keys == "both" else f" that logs the held-out pair per key type (keys={keys})"))
@@ -159,11 +168,13 @@ def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False, 
         pairs += f", {KEYS_NAMES[keys]}"
     if best_of_seed:
         rows = best_per_seed(rows)
+        when = ", best epoch" if use_best_epoch else ""
         fig = plot_gamma_comparison(rows, pair=pairs, dots="seed (best of its runs)",
-                                    title=f"P1: held-out pair {pairs} per γ, best over each seed's runs "
+                                    title=f"P1: held-out pair {pairs} per γ, best over each seed's runs{when} "
                                           f"(P1 §4; bars: mean over seeds)")
     else:
-        fig = plot_gamma_comparison(rows, pair=pairs)
+        fig = plot_gamma_comparison(rows, pair=pairs, **({"title": f"P1: held-out pair {pairs} per γ, best "
+                                                          f"evaluation of each run"} if use_best_epoch else {}))
     return save_figure(fig, rows, Path(out), "p1-gamma")
 
 
