@@ -100,6 +100,11 @@ EOF
     # shellcheck disable=SC2086  # one word per run directory
     "$AL" figure p1-gamma docs/p1_levers/lr_"$TAG"/m* $m20 --option best_of_seed=true --out "$tmp/fig" >/dev/null
     for ext in png csv; do mv "$tmp/fig/p1-gamma.$ext" "docs/p1_levers/p1-gamma_lr_${TAG}_best_of_rates.$ext"; done
+    # the authors' reading: best over rates and over epochs, on the train-type keys (43_xel)
+    # shellcheck disable=SC2086
+    "$AL" figure p1-gamma docs/p1_levers/lr_"$TAG"/m* $m20 --option best_of_seed=true --option keys=train \
+        --best-epoch --out "$tmp/fig" >/dev/null
+    for ext in png csv; do mv "$tmp/fig/p1-gamma.$ext" "docs/p1_levers/p1-gamma_lr_${TAG}_authors_reading.$ext"; done
 fi
 if [ -n "$(ls -A "$G/p1_mechanisms_epochs60" 2>/dev/null)" ]; then  # (made, and not stopped before a figure)
     mkdir -p docs/p1_mechanisms/epochs60 && cp "$G"/p1_mechanisms_epochs60/* docs/p1_mechanisms/epochs60/
