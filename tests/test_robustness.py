@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -414,26 +416,42 @@ def test_ctrl_c_is_one_line_and_the_same_command_resumes(tmp_path):
     assert rundir.read_json(tmp_path / "r" / rundir.SUMMARY)["sessions"][-1]["from_step"] > 0  # resumed, not anew
 
 
-def test_ctrl_c_on_a_process_sweep_stops_its_workers_quietly(tmp_path):
-    """A terminal's Ctrl-C reaches the whole process group: the workers leave it to the sweep, which stops them;
-    one line, exit 130, no worker traceback, no lock left behind."""
+@pytest.mark.parametrize("backend", ["process", pytest.param("ray", marks=pytest.mark.slow)])
+def test_ctrl_c_on_a_sweep_stops_its_workers_quietly_and_the_same_command_resumes(tmp_path, backend):
+    """A terminal's Ctrl-C reaches the whole process group: the process back-end's workers leave it to the sweep,
+    which stops them; Ray's tasks are cancelled and waited for before the local cluster goes down. One line, exit
+    130, no worker traceback, no lock or FAILED left behind; the same command then resumes both runs."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    if backend == "ray":
+        pytest.importorskip("ray")
+        ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's unix sockets allow ~107 characters
+        env.update(RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled", RAY_TMPDIR=ray_tmp)
     (tmp_path / "base.toml").write_text(TINY_ANCHOR_TOML)
-    (tmp_path / "s.toml").write_text('name = "t"\nbase = "base.toml"\n[set]\n"train.epochs" = 300\n'
+    (tmp_path / "s.toml").write_text('name = "t"\nbase = "base.toml"\n[set]\n"train.epochs" = 60\n'
                                      '[axes]\n"init.gamma" = [0.5, 1.0]\n')
-    sweep = subprocess.Popen(CLI + ["sweep", "s.toml", "--out", "sw", "--backend", "process", "--workers", "2"],
-                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-                             start_new_session=True)
-    for _ in range(900):
-        if len(list(tmp_path.glob("sw/*/epochs.jsonl"))) == 2:
-            break
-        time.sleep(0.1)
-    os.killpg(sweep.pid, signal.SIGINT)
-    _, err = sweep.communicate(timeout=120)
-    assert sweep.returncode == 130 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert err.strip().endswith("anchorlab sweep: interrupted; the same command resumes each unfinished run from its "
-                                "last epoch boundary")
-    assert not list(tmp_path.glob("sw/*/LOCK")) and not list(tmp_path.glob("sw/*/FAILED"))
+    argv = CLI + ["sweep", "s.toml", "--out", "sw", "--backend", backend, "--workers", "2"]
+    try:
+        sweep = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 env=env, start_new_session=True)
+        for _ in range(1200):
+            runs = list(tmp_path.glob("sw/*/epochs.jsonl"))
+            if len(runs) == 2 and all(len(rundir.read_metrics(r.parent, rundir.EPOCHS)) >= 2 for r in runs):
+                break
+            time.sleep(0.1)
+        os.killpg(sweep.pid, signal.SIGINT)
+        _, err = sweep.communicate(timeout=120)
+        assert sweep.returncode == 130 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
+        assert err.strip().endswith("anchorlab sweep: interrupted; the same command resumes each unfinished run "
+                                    "from its last epoch boundary")
+        assert not list(tmp_path.glob("sw/*/LOCK")) and not list(tmp_path.glob("sw/*/FAILED"))
+        assert not list(tmp_path.glob("sw/*/DONE"))  # interrupted mid-run, not after it
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr
+        for run in tmp_path.glob("sw/*/"):
+            assert rundir.read_json(run / rundir.SUMMARY)["sessions"][-1]["from_step"] > 0  # resumed, not anew
+    finally:
+        if backend == "ray":
+            shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------------------------------
