@@ -249,3 +249,13 @@ def test_p1_gamma_best_epoch_and_keys_give_the_authors_reading(tmp_path):
     last = list(csv.DictReader(open(draw("p1-gamma", runs, tmp_path / "l", best_of_seed=True,
                                          keys="train").with_suffix(".csv"))))
     assert float(last[0]["inferential"]) == 0.94 and last[0]["evaluation"] == "last"
+
+
+def test_figure_list_names_each_figures_options_and_flags():
+    from anchorlab.figures import describe, options_of
+
+    assert options_of("p1-gamma") == (["best_of_seed=false", "keys=both"], ["--best-epoch"])
+    assert options_of("p1-fig3b") == (["n_per_pair=50", "seed=5"], ["--method pca|tsne", "--step N"])
+    lines = describe().splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith("p1-fig2 "))
+    assert lines[i + 1].split() == ["--option", "KEY=VALUE", "(defaults):", "keys=both;", "flags:", "--best-epoch"]

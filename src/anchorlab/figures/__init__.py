@@ -226,6 +226,34 @@ def names() -> list[str]:
     return sorted(FIGURES)
 
 
+# How ``anchorlab figure list`` shows the options that have a command-line flag of their own.
+FLAG_USAGE = {"method": "--method pca|tsne", "step": "--step N", "use_best_epoch": "--best-epoch"}
+
+
+def options_of(name: str) -> tuple[list[str], list[str]]:
+    """Figure ``name``'s own options: (``key=default`` of those set with ``--option``, the flags it takes)."""
+    import inspect
+
+    _load_all()
+    params = list(inspect.signature(FIGURES[name].fn).parameters.values())[2:]  # after the sources and out
+    options, flags = [], []
+    for p in params:
+        if p.name in FLAG_USAGE:
+            flags.append(FLAG_USAGE[p.name])
+        elif p.name != RUN_STEPS:
+            shown = str(p.default).lower() if isinstance(p.default, bool) else p.default
+            options.append(f"{p.name}={shown}")
+    return options, flags
+
+
 def describe() -> str:
-    """One line per figure: name, what it reads, what it shows (``anchorlab figure list``)."""
-    return "\n".join(f"{n:10s} {'[' + FIGURES[n].sources + ']':8s} {FIGURES[n].help}" for n in names())
+    """Per figure: name, what it reads, what it shows, and its options (``anchorlab figure list``)."""
+    lines = []
+    for n in names():
+        lines.append(f"{n:10s} {'[' + FIGURES[n].sources + ']':8s} {FIGURES[n].help}")
+        options, flags = options_of(n)
+        parts = ([f"--option KEY=VALUE (defaults): {', '.join(options)}"] if options else []) + \
+            ([f"flags: {', '.join(flags)}"] if flags else [])
+        if parts:
+            lines.append(f"{'':19s} {'; '.join(parts)}")
+    return "\n".join(lines)
