@@ -20,6 +20,9 @@ def test_run_directory_contract(tmp_path, tiny):
               "final_train_loss", "unseen_inferential_acc_xm0", "unseen_symmetric_acc_xel"):
         assert k in s
     assert s["steps"] == 3 * s["steps_per_epoch"] and s["n_train"] == 15 * 180
+    # the best evaluation of the headline metrics and of the held-out pair per key type
+    for k in ("seen_test_acc", "unseen_inferential_acc", "unseen_inferential_acc_xel", "unseen_symmetric_acc_xm0"):
+        assert s["best"][k] == max(r[k] for r in hist)
     assert not list(d.rglob("*.tmp"))
     # a finished run is not trained again
     assert train(tiny, d, show_progress=False)["run_id"] == s["run_id"]

@@ -97,6 +97,9 @@ TASK_METRICS = {"composite": composite_metrics, "mem_rsn": mem_rsn_metrics}
 # Per task: the metrics whose best value the run summary keeps and that progress reports carry.
 HEADLINE = {"composite": ("seen_train_acc", "seen_test_acc", "unseen_inferential_acc", "unseen_symmetric_acc"),
             "mem_rsn": ("mem_acc", "rsn_train_acc", "rsn_test_acc")}
+# Per task: further metrics whose best value the summary keeps (the held-out pair per key type: the authors'
+# figures read the train-type keys, P1 App. C; ``figure ... --option keys=train --best-epoch``).
+BEST_ALSO = {"composite": tuple(f"unseen_{m}_acc_{k}" for k in ("xel", "xm0") for m in ("inferential", "symmetric"))}
 # Short progress-bar labels of the headline metrics shown there (in this order, after the loss).
 BAR_LABELS = {"seen_test_acc": "seen", "unseen_inferential_acc": "inf", "unseen_symmetric_acc": "sym",
               "mem_acc": "mem", "rsn_train_acc": "rsn", "rsn_test_acc": "test",

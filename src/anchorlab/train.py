@@ -16,7 +16,7 @@ from anchorlab.config import ConfigError, RunConfig, TrainConfig
 from anchorlab.config_tools import reference_for
 from anchorlab.cpu import run_environment, training_device
 from anchorlab.init import apply_init, count_parameters, init_std
-from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
+from anchorlab.metrics import BEST_ALSO, HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
 from anchorlab.reference import preflight as reference_preflight
 from anchorlab.schedule import lr_at
@@ -235,6 +235,7 @@ def make_summary(cfg: RunConfig, run_dir: Path, model: nn.Module, steps_per_epoc
         "epochs": final["epoch"],
         **{k: v for k, v in final.items() if k not in ("step", "epoch", "lr", "group_acc")},
         "final_train_loss": final["train_loss"],
-        "best": {k: max(r[k] for r in history) for k in HEADLINE[cfg.task.name]},
+        "best": {k: max(r[k] for r in history) for k in (*HEADLINE[cfg.task.name], *BEST_ALSO.get(cfg.task.name, ()))
+                 if all(k in r for r in history)},
         "group_acc": final["group_acc"],
     }

@@ -33,8 +33,8 @@ def probe_suffix(figure_name: str, keys: str) -> str:
 
 def _with_best(rows: list[dict[str, Any]], sweep_dir: Path, metrics: tuple[str, ...]) -> list[dict[str, Any]]:
     """``rows`` (of :func:`~anchorlab.sweep.collect`) with ``best_<metric>`` for each of ``metrics``: from the
-    summary where it records it (the headline metrics), else the highest value over the run's ``metrics.jsonl``
-    (the per-key-type accuracies)."""
+    summary where it records it (the headline metrics, and the per-key-type accuracies of runs made since
+    :data:`anchorlab.metrics.BEST_ALSO`), else the highest value over the run's ``metrics.jsonl``."""
     for r in rows:
         missing = [m for m in metrics if f"best_{m}" not in r]
         if missing and r.get("status") == "done":
