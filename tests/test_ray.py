@@ -109,7 +109,7 @@ def test_2x2_sweep_on_a_local_ray_cluster_equals_plain_training(tmp_path, ray_en
     assert any(p.name.startswith("session_") for p in ray_env.iterdir())  # Ray's files went there
 
 
-def test_a_killed_worker_without_retries_fails_its_run_and_the_sweep_exits_1(tmp_path, ray_env, capsys):
+def test_a_killed_worker_without_retries_fails_its_run_and_the_sweep_exits_1(tmp_path, ray_env, capsys, monkeypatch):
     from anchorlab.cli import main
     from anchorlab.sweep import load_sweep
     from tests.test_sweep_and_demo import write_sweep
@@ -119,7 +119,9 @@ def test_a_killed_worker_without_retries_fails_its_run_and_the_sweep_exits_1(tmp
     (_, victim_cfg), (_, other_cfg) = load_sweep(spec).configs()
     victim, other = out / victim_cfg.run_id(), out / other_cfg.run_id()
     marker = tmp_path / "killed"
-    # a session the caller started is used as it is: its workers run the hook
+    # a session the caller started is used as it is: its workers run the hook (at this process's priority, not
+    # Ray's default +15, which starves them on a machine where anything else runs)
+    monkeypatch.setenv("RAY_worker_niceness", "0")
     ray.init(**_cluster(ray_env, _die_once(victim, 1, marker)), include_dashboard=False, log_to_driver=False)
     argv = ["sweep", spec, "--out", str(out), "--backend", "ray", "--max-retries", "0"]
     assert main(argv) == 1
