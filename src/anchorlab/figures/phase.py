@@ -36,14 +36,16 @@ def _with_best(rows: list[dict[str, Any]], sweep_dir: Path, metrics: tuple[str, 
     summary where it records it (the headline metrics, and the per-key-type accuracies of runs made since
     :data:`anchorlab.metrics.BEST_ALSO`), else the highest value over the run's ``metrics.jsonl``."""
     for r in rows:
-        missing = [m for m in metrics if f"best_{m}" not in r]
+        missing = tuple(m for m in metrics if f"best_{m}" not in r)
         if missing and r.get("status") == "done":
-            history = rundir.read_metrics(sweep_dir / r["run_id"])
-            for m in missing:
-                values = [h[m] for h in history if h.get(m) is not None]
-                if values:
-                    r[f"best_{m}"] = max(values)
+            r.update({f"best_{m}": v for m, v in _best_logged(sweep_dir / r["run_id"], missing).items()})
     return rows
+
+
+def _best_logged(run_dir: Path, metrics: tuple[str, ...]) -> dict[str, float]:
+    """The highest value of each of ``metrics`` over the run's ``metrics.jsonl`` (those it never logged left out)."""
+    history = rundir.read_metrics(run_dir)
+    return {m: max(values) for m in metrics if (values := [h[m] for h in history if h.get(m) is not None])}
 
 
 @figure("p1-fig2", "sweep", "P1 Fig. 2a/b: symmetric and inferential accuracy on (4,3) over γ × depth "
@@ -114,10 +116,8 @@ def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = 
         if f"unseen_inferential_acc{sfx}" not in last:
             continue
         if use_best_epoch:
-            history = rundir.read_metrics(d)
-            last = {**last, **{m: max(h[m] for h in history if h.get(m) is not None)
-                               for m in (f"unseen_inferential_acc{sfx}", f"unseen_symmetric_acc{sfx}", "seen_test_acc")
-                               if any(h.get(m) is not None for h in history)}}
+            last = {**last, **_best_logged(d, (f"unseen_inferential_acc{sfx}", f"unseen_symmetric_acc{sfx}",
+                                               "seen_test_acc"))}
         rows.append({"run_id": d.name, "model": model_label(cfg), "gamma": cfg.init.gamma,
                      "seed": cfg.seeds.init_seed, "std": last.get("std_W_Q", _std_W_Q(cfg)),
                      "inferential": last[f"unseen_inferential_acc{sfx}"],
