@@ -64,6 +64,21 @@ def test_p1_curves_takes_a_sweep_directory_and_refuses_runs_without_evaluations(
         draw("p1-curves", [empty], tmp_path / "o2")
 
 
+def test_p1_curves_names_what_else_differs_between_runs_of_one_gamma_and_seed(tmp_path):
+    """Two runs of one γ and seed at two weight decays are two lines labelled by it (the CSV carries it), while the
+    fields that leave the arithmetic alone (threads, evaluation cadence) and the seed label nothing."""
+    ev = CURVES[(0.8, 1)]
+    runs = [fake_run(tmp_path / "a", 1.2, 1, ev, done=True, **{"train.weight_decay": 0.01, "train.threads": 1}),
+            fake_run(tmp_path / "b", 1.2, 1, ev, done=True, **{"train.weight_decay": 1.0, "train.eval_every": 1}),
+            fake_run(tmp_path / "c", 1.2, 2, ev, done=True, **{"train.weight_decay": 1.0})]
+    rows = list(csv.DictReader(open(draw("p1-curves", runs, tmp_path / "o").with_suffix(".csv"))))
+    assert [(r["run_id"], r["seed"], r["varied"], float(r["train.weight_decay"])) for r in rows[::3]] == [
+        ("a", "1", "weight_decay 0.01", 0.01), ("b", "1", "weight_decay 1", 1.0), ("c", "2", "weight_decay 1", 1.0)]
+    assert not any(k.startswith(("train.threads", "train.eval_every", "seeds.")) for k in rows[0])
+    same = list(csv.DictReader(open(draw("p1-curves", runs[1:2], tmp_path / "p").with_suffix(".csv"))))
+    assert {r["varied"] for r in same} == {""}  # one run: nothing to tell apart
+
+
 def test_p1_gamma_gives_an_unfinished_run_its_init_std(tmp_path):
     from anchorlab.figures.phase import gamma_rows
 

@@ -200,22 +200,54 @@ def curve_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
     return [r for rows in _curve_runs(run_dirs) for r in rows]
 
 
+# Config fields a p1-curves line is not labelled by when runs differ in them: those its panel or label already
+# names (γ, width, precision, seeds, cooldown) and those that leave the arithmetic as it is (evaluation and
+# checkpoint cadence, device, threads; pruning the last position is exact).
+UNLABELLED = ("init.gamma", "model.d_model", "train.precision", "seeds.", "train.cooldown_epochs", "train.eval_every",
+              "train.eval_batch_size", "train.checkpoint_every", "train.resume_every", "train.device",
+              "train.threads", "train.prune_last")
+
+
+def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested config dict as dotted keys (lists kept as values)."""
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def _varied(cfgs: list[RunConfig]) -> list[dict[str, Any]]:
+    """Per config, the dotted fields in which ``cfgs`` differ (other than :data:`UNLABELLED`): what tells two
+    lines of one panel apart (e.g. ``train.weight_decay``), or {} each where they differ in none of them."""
+    flat = [_flat(c.to_dict()) for c in cfgs]
+    keys = sorted({k for f in flat for k in f})
+    varied = [k for k in keys if not k.startswith(UNLABELLED) and len({repr(f.get(k)) for f in flat}) > 1]
+    return [{k: f.get(k) for k in varied} for f in flat]
+
+
+def _varied_label(varied: dict[str, Any]) -> str:
+    """", weight_decay 0.3" for {"train.weight_decay": 0.3} (a number as %g)."""
+    return "".join(f", {k.rsplit('.', 1)[-1]} {v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool)
+                   else f", {k.rsplit('.', 1)[-1]} {v}" for k, v in varied.items())
+
+
 def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None,
                 keys: str = "both") -> list[list[dict[str, Any]]]:
     """:func:`curve_rows` per run (runs with no evaluation left out), so two runs of one name stay apart; each
-    row also carries ``extra`` (column → logged key; None where not logged). ``keys``: which inputs of the
-    held-out pair the ``inferential`` and ``symmetric`` columns read (:data:`PROBE_KEYS`)."""
+    row also carries ``extra`` (column → logged key; None where not logged) and, as ``varied``, the config
+    fields in which the runs differ beyond what the figure names (:func:`_varied`; also one column each).
+    ``keys``: which inputs of the held-out pair the ``inferential`` and ``symmetric`` columns read
+    (:data:`PROBE_KEYS`)."""
     curve_keys = _curve_keys(keys)
+    found = [(d, cfg) for d in run_dirs if (cfg := _composite_config(d)) is not None]
     runs = []
-    for d in run_dirs:
-        cfg = _composite_config(d)
-        if cfg is None:
-            continue
+    for (d, cfg), varied in zip(found, _varied([cfg for _, cfg in found]), strict=True):
         m = cfg.model
         head = {"run_id": d.name, "model": model_label(cfg), "d_model": m.d_model, "gamma": cfg.init.gamma,
                 "std_W_Q": _std_W_Q(cfg), "precision": cfg.train.precision, "seed": cfg.seeds.init_seed,
                 "status": "done" if rundir.is_done(d) else "unfinished", "pair": _probe_pair(cfg), "keys": keys,
-                "cooldown_from": (cfg.train.epochs - cfg.train.cooldown_epochs) if cfg.train.cooldown_epochs else None}
+                "cooldown_from": (cfg.train.epochs - cfg.train.cooldown_epochs) if cfg.train.cooldown_epochs else None,
+                "varied": _varied_label(varied).removeprefix(", "), **varied}
         rows = [{**head, "epoch": r["epoch"], "step": r["step"],
                  **{k: r.get(key) for k, key in curve_keys.items()},
                  **{k: r[key] for k, key in CURVE_EXTRA_KEYS.items() if key in r},
@@ -224,7 +256,7 @@ def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None,
         if rows:
             cooled = (head["cooldown_from"] is not None, head["cooldown_from"] or 0)  # a branch after its source
             runs.append(((head["model"], head["d_model"], head["gamma"], head["precision"], head["seed"], cooled,
-                          str(d)), rows))
+                          [repr(v) for v in varied.values()], str(d)), rows))
     return [rows for _, rows in sorted(runs, key=lambda kv: kv[0])]
 
 
@@ -235,7 +267,8 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, key
     pair's inferential and symmetric accuracy, pooled over train- and test-type keys (``unseen_inferential_acc``
     / ``unseen_symmetric_acc``, the headline keys of p1-gamma and the demo's checks), and the seen pairs'
     test-key accuracy (``seen_test_acc``) against epoch. One panel per (model, d_model, γ; and precision where
-    the runs mix fp32 and bf16), one marker per seed (a cooled-down run is its own), a line at ``threshold``
+    the runs mix fp32 and bf16), one marker per seed (a cooled-down run is its own; runs that differ in another
+    config field, such as the weight decay, are labelled with it and carry it as a CSV column), a line at ``threshold``
     (the demo's 0.9 bar). The CSV (one row per evaluation, :func:`curve_rows`) also carries the train-type-key
     values (``_xel``) that the paper-config replay tables (docs/p1_paper_vs_reference.md) compare with the
     authors' log; ``keys`` = "train" or "test" draws one key type instead of the pooled values."""
@@ -250,8 +283,8 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, key
         std = f" (std W_Q {r['std_W_Q']:.3g})" if r["std_W_Q"] is not None else ""
         group = f"γ {r['gamma']:g}{std}\n{r['model']}, d_model {r['d_model']}"
         curves.append({"group": group + (f", {r['precision']}" if mixed_precision else ""),
-                       "label": f"seed {r['seed']}" + ("" if r["cooldown_from"] is None
-                                                       else f", cooled from epoch {r['cooldown_from']:g}"),
+                       "label": f"seed {r['seed']}" + (f", {r['varied']}" if r["varied"] else "")
+                                + ("" if r["cooldown_from"] is None else f", cooled from epoch {r['cooldown_from']:g}"),
                        "epoch": [e["epoch"] for e in rows],
                        **{k: [float("nan") if e[k] is None else float(e[k]) for e in rows] for k in CURVE_KEYS}})
     pairs = " / ".join(sorted({rows[0]["pair"] for rows in runs}))
