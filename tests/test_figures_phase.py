@@ -64,9 +64,9 @@ def test_p1_curves_takes_a_sweep_directory_and_refuses_runs_without_evaluations(
         draw("p1-curves", [empty], tmp_path / "o2")
 
 
-def test_p1_curves_names_what_else_differs_between_runs_of_one_gamma_and_seed(tmp_path):
-    """Two runs of one γ and seed at two weight decays are two lines labelled by it (the CSV carries it), while the
-    fields that leave the arithmetic alone (threads, evaluation cadence) and the seed label nothing."""
+def test_p1_curves_and_gamma_name_what_else_differs_between_runs_of_one_gamma_and_seed(tmp_path):
+    """Two runs of one γ and seed at two weight decays are two lines (bars) labelled by it (the CSV carries it),
+    while the fields that leave the arithmetic alone (threads, evaluation cadence) and the seed label nothing."""
     ev = CURVES[(0.8, 1)]
     runs = [fake_run(tmp_path / "a", 1.2, 1, ev, done=True, **{"train.weight_decay": 0.01, "train.threads": 1}),
             fake_run(tmp_path / "b", 1.2, 1, ev, done=True, **{"train.weight_decay": 1.0, "train.eval_every": 1}),
@@ -77,6 +77,13 @@ def test_p1_curves_names_what_else_differs_between_runs_of_one_gamma_and_seed(tm
     assert not any(k.startswith(("train.threads", "train.eval_every", "seeds.")) for k in rows[0])
     same = list(csv.DictReader(open(draw("p1-curves", runs[1:2], tmp_path / "p").with_suffix(".csv"))))
     assert {r["varied"] for r in same} == {""}  # one run: nothing to tell apart
+    # p1-gamma: a bar per weight decay (the CSV names it); the width is not named by its bars, so it is varied
+    gamma = list(csv.DictReader(open(draw("p1-gamma", runs, tmp_path / "g").with_suffix(".csv"))))
+    assert [(r["run_id"], r["varied"]) for r in gamma] == [("a", "weight_decay 0.01"), ("b", "weight_decay 1"),
+                                                            ("c", "weight_decay 1")]
+    wide = fake_run(tmp_path / "w", 1.2, 1, ev, done=True, **{"model.d_model": 32, "train.weight_decay": 1.0})
+    gamma = list(csv.DictReader(open(draw("p1-gamma", [runs[1], wide], tmp_path / "h").with_suffix(".csv"))))
+    assert [r["varied"] for r in gamma] == ["d_model 16", "d_model 32"]
 
 
 def test_p1_gamma_gives_an_unfinished_run_its_init_std(tmp_path):

@@ -99,18 +99,47 @@ def _std_W_Q(cfg: RunConfig) -> float | None:
     return init_std("attn_in", (m.n_heads, m.d_model, m.d_head), cfg.init) if m.name == "gpt" else None
 
 
+# Config fields that leave a run's arithmetic as it is (evaluation and checkpoint cadence, device, threads;
+# pruning the last position is exact): runs that differ only in them are not told apart in a figure.
+INERT = ("train.eval_every", "train.eval_batch_size", "train.checkpoint_every", "train.resume_every", "train.device",
+         "train.threads", "train.prune_last")
+
+
+def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested config dict as dotted keys (lists kept as values)."""
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def _varied(cfgs: list[RunConfig], named: tuple[str, ...] = ("init.gamma", "seeds.")) -> list[dict[str, Any]]:
+    """Per config, the dotted fields (prefixes) in which ``cfgs`` differ, other than those the figure ``named``
+    already and the :data:`INERT` ones: what tells two runs of one γ and seed apart (e.g.
+    ``train.weight_decay``), or {} each where they differ in none of them."""
+    flat = [_flat(c.to_dict()) for c in cfgs]
+    keys = sorted({k for f in flat for k in f})
+    varied = [k for k in keys if not k.startswith(named + INERT) and len({repr(f.get(k)) for f in flat}) > 1]
+    return [{k: f.get(k) for k in varied} for f in flat]
+
+
+def _varied_parts(varied: dict[str, Any]) -> list[str]:
+    """["weight_decay 0.3"] for {"train.weight_decay": 0.3}: the last part of each name, a number as %g."""
+    return [f"{k.rsplit('.', 1)[-1]} {v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool)
+            else f"{k.rsplit('.', 1)[-1]} {v}" for k, v in varied.items()]
+
+
 def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = False) -> list[dict[str, Any]]:
     """One row per composite-task run of ``run_dirs`` that has an evaluation: model, γ, seed, std of W_Q and
     the held-out pair's inferential / symmetric accuracy on the inputs ``keys`` selects (:data:`PROBE_KEYS`)
     and the seen pairs' test accuracy (final; the last evaluation of an unfinished run, marked ``status``; with
     ``use_best_epoch`` each the highest over the run's evaluations, separately, as the authors' plotting code
-    took them). Other runs (other tasks, not started) are left out."""
+    took them), and, as ``varied`` and a column each, the config fields in which the runs differ beyond γ and
+    the seed (:func:`_varied`). Other runs (other tasks, not started) are left out."""
     sfx = PROBE_KEYS[keys]
     rows = []
-    for d in run_dirs:
-        cfg = _composite_config(d)
-        if cfg is None:
-            continue
+    found = [(d, cfg) for d in run_dirs if (cfg := _composite_config(d)) is not None]
+    for (d, cfg), varied in zip(found, _varied([cfg for _, cfg in found]), strict=True):
         done = (d / rundir.SUMMARY).is_file()
         last = rundir.read_json(d / rundir.SUMMARY) if done else (rundir.read_metrics(d) or [{}])[-1]
         if f"unseen_inferential_acc{sfx}" not in last:
@@ -123,8 +152,9 @@ def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = 
                      "inferential": last[f"unseen_inferential_acc{sfx}"],
                      "symmetric": last[f"unseen_symmetric_acc{sfx}"],
                      "seen_test": last.get("seen_test_acc"), "status": "done" if done else "unfinished",
-                     "pair": _probe_pair(cfg), "keys": keys, "evaluation": "best" if use_best_epoch else "last"})
-    return sorted(rows, key=lambda r: (r["model"], r["gamma"], r["seed"]))
+                     "pair": _probe_pair(cfg), "keys": keys, "evaluation": "best" if use_best_epoch else "last",
+                     "varied": ", ".join(_varied_parts(varied)), **varied})
+    return sorted(rows, key=lambda r: (r["model"], r["varied"], r["gamma"], r["seed"]))
 
 
 def best_per_seed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -157,7 +187,8 @@ def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False, 
     (:func:`best_per_seed`); without it, each run is a dot. ``keys``: which inputs of the held-out pair
     (:data:`PROBE_KEYS`); ``use_best_epoch`` (``--best-epoch``): each run's best evaluation instead of its last.
     ``best_of_seed`` with ``keys=train`` and ``--best-epoch`` is the authors' reading of P1 Fig. 2: best over
-    rates and epochs on 43_xel."""
+    rates and epochs on 43_xel. Without ``best_of_seed``, runs that differ in another config field (weight
+    decay, rate, …) are bars of their own, labelled with it."""
     probe_suffix("p1-gamma", keys)
     rows = gamma_rows([Path(d) for d in run_dirs], keys, use_best_epoch)
     if not rows:
@@ -172,9 +203,12 @@ def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False, 
         fig = plot_gamma_comparison(rows, pair=pairs, dots="seed (best of its runs)",
                                     title=f"P1: held-out pair {pairs} per γ, best over each seed's runs{when} "
                                           f"(P1 §4; bars: mean over seeds)")
-    else:
-        fig = plot_gamma_comparison(rows, pair=pairs, **({"title": f"P1: held-out pair {pairs} per γ, best "
-                                                          f"evaluation of each run"} if use_best_epoch else {}))
+    else:  # runs that differ in more than γ and the seed (weight decay, say) get their own bars, named below γ
+        varied_keys = [k for k in rows[0] if "." in k]  # the config fields of gamma_rows' varied columns
+        shown = [{**r, "model": "\n".join([r["model"], *_varied_parts({k: r[k] for k in varied_keys})])}
+                 for r in rows]
+        fig = plot_gamma_comparison(shown, pair=pairs, **({"title": f"P1: held-out pair {pairs} per γ, best "
+                                                           f"evaluation of each run"} if use_best_epoch else {}))
     return save_figure(fig, rows, Path(out), "p1-gamma")
 
 
@@ -200,37 +234,6 @@ def curve_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
     return [r for rows in _curve_runs(run_dirs) for r in rows]
 
 
-# Config fields a p1-curves line is not labelled by when runs differ in them: those its panel or label already
-# names (γ, width, precision, seeds, cooldown) and those that leave the arithmetic as it is (evaluation and
-# checkpoint cadence, device, threads; pruning the last position is exact).
-UNLABELLED = ("init.gamma", "model.d_model", "train.precision", "seeds.", "train.cooldown_epochs", "train.eval_every",
-              "train.eval_batch_size", "train.checkpoint_every", "train.resume_every", "train.device",
-              "train.threads", "train.prune_last")
-
-
-def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A nested config dict as dotted keys (lists kept as values)."""
-    out: dict[str, Any] = {}
-    for k, v in tree.items():
-        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
-    return out
-
-
-def _varied(cfgs: list[RunConfig]) -> list[dict[str, Any]]:
-    """Per config, the dotted fields in which ``cfgs`` differ (other than :data:`UNLABELLED`): what tells two
-    lines of one panel apart (e.g. ``train.weight_decay``), or {} each where they differ in none of them."""
-    flat = [_flat(c.to_dict()) for c in cfgs]
-    keys = sorted({k for f in flat for k in f})
-    varied = [k for k in keys if not k.startswith(UNLABELLED) and len({repr(f.get(k)) for f in flat}) > 1]
-    return [{k: f.get(k) for k in varied} for f in flat]
-
-
-def _varied_label(varied: dict[str, Any]) -> str:
-    """", weight_decay 0.3" for {"train.weight_decay": 0.3} (a number as %g)."""
-    return "".join(f", {k.rsplit('.', 1)[-1]} {v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool)
-                   else f", {k.rsplit('.', 1)[-1]} {v}" for k, v in varied.items())
-
-
 def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None,
                 keys: str = "both") -> list[list[dict[str, Any]]]:
     """:func:`curve_rows` per run (runs with no evaluation left out), so two runs of one name stay apart; each
@@ -241,13 +244,15 @@ def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None,
     curve_keys = _curve_keys(keys)
     found = [(d, cfg) for d in run_dirs if (cfg := _composite_config(d)) is not None]
     runs = []
-    for (d, cfg), varied in zip(found, _varied([cfg for _, cfg in found]), strict=True):
+    # a panel names γ and the width (and the precision), a line its seed and cooldown
+    named = ("init.gamma", "model.d_model", "train.precision", "seeds.", "train.cooldown_epochs")
+    for (d, cfg), varied in zip(found, _varied([cfg for _, cfg in found], named), strict=True):
         m = cfg.model
         head = {"run_id": d.name, "model": model_label(cfg), "d_model": m.d_model, "gamma": cfg.init.gamma,
                 "std_W_Q": _std_W_Q(cfg), "precision": cfg.train.precision, "seed": cfg.seeds.init_seed,
                 "status": "done" if rundir.is_done(d) else "unfinished", "pair": _probe_pair(cfg), "keys": keys,
                 "cooldown_from": (cfg.train.epochs - cfg.train.cooldown_epochs) if cfg.train.cooldown_epochs else None,
-                "varied": _varied_label(varied).removeprefix(", "), **varied}
+                "varied": ", ".join(_varied_parts(varied)), **varied}
         rows = [{**head, "epoch": r["epoch"], "step": r["step"],
                  **{k: r.get(key) for k, key in curve_keys.items()},
                  **{k: r[key] for k, key in CURVE_EXTRA_KEYS.items() if key in r},
