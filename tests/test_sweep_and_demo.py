@@ -29,6 +29,26 @@ def test_expansion_seed_axis_and_manifest(tmp_path):
     assert manifest["runs"][cfg.run_id()] == point
 
 
+def test_set_seed_sets_all_three_seeds_and_set_of_an_axis_is_refused(tmp_path):
+    """--set seed=N (and "seed" in [set]) sets data, init and batch-order seeds, as with `anchorlab train`; an
+    override of a key an axis sets would be overwritten for every run, so it is one clear error instead (the
+    file's own [set] may give such a key a default: the axis beside it shows it is swept)."""
+    spec = load_sweep(write_sweep(tmp_path, '"init.gamma" = [0.5, 0.8]'), ["seed=3"])
+    assert {(c.seeds.data_seed, c.seeds.init_seed, c.seeds.train_seed) for _, c, _ in plan(spec, tmp_path / "o")} \
+        == {(3, 3, 3)}
+    spec = load_sweep(write_sweep(tmp_path, '"init.gamma" = [0.5]', '[set]\nseed = 2'))
+    assert [c.seeds.train_seed for _, c, _ in plan(spec, tmp_path / "p")] == [2]
+    spec = load_sweep(write_sweep(tmp_path, '"seed" = [1, 2]', '[set]\nseed = 5'))
+    assert [c.seeds.data_seed for _, c, _ in plan(spec, tmp_path / "q")] == [1, 2]
+    for axes, override in [('"init.gamma" = [0.5]\n"seed" = [1, 2]', "seed=1"),
+                           ('"init.gamma" = [0.5]\n"seed" = [1, 2]', "seeds.init_seed=1"),
+                           ('"seeds.init_seed" = [1, 2]', "seed=1"),
+                           ('"init.gamma, train.lr" = [[0.5, 1e-3]]', "train.lr=1e-4")]:
+        key = override.split("=")[0]
+        with pytest.raises(ConfigError, match=rf"^--set {key}: {key} is an axis of "):
+            load_sweep(write_sweep(tmp_path, axes), [override])
+
+
 @pytest.mark.parametrize("axes, field", [('"model.d_modle" = [1]', "model.d_modle"),
                                          ('"init.gamma" = [0.5, -1.0]', "init.gamma"),
                                          ('"init.gamma" = []', "axes.init.gamma")])

@@ -31,6 +31,7 @@ from typing import Any
 
 from anchorlab import kinds, rundir
 from anchorlab.config import ConfigError, merge, parse_override, parse_toml_file, read_toml, set_dotted
+from anchorlab.config_tools import SEED_KEYS
 
 MANIFEST = "sweep.json"
 
@@ -93,11 +94,18 @@ def load_sweep(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) ->
     if not name.strip() or "/" in name or name in (".", ".."):
         raise ConfigError(f"{path}: name: expected a non-empty name without '/', got {data['name']!r}")
     base = read_toml(path.parent / data["base"]) if "base" in data else {}
-    for key, value in [*data.get("set", {}).items(), *map(parse_override, overrides)]:
-        if not key.strip() or any(not part for part in key.split(".")):
-            raise ConfigError(f"{path}: set.{key}: expected a dotted config key such as train.lr")
-        base = merge(base, _nest(key, value))
     axes = data.get("axes", {})
+    swept = {k for axis in axes for k in axis_keys(axis)}
+    swept |= set(SEED_KEYS) if "seed" in swept else {"seed"} if swept & set(SEED_KEYS) else set()
+    for where, key, value in [*(("set.", k, v) for k, v in data.get("set", {}).items()),
+                              *(("--set ", *parse_override(o)) for o in overrides)]:
+        if not key.strip() or any(not part for part in key.split(".")):
+            raise ConfigError(f"{path}: {where}{key}: expected a dotted config key such as train.lr")
+        if key in swept and where == "--set ":  # the axis sets it again for every run: the override would be lost
+            raise ConfigError(f"{where}{key}: {key} is an axis of {path}; each run takes its value from the axis "
+                              f"(to run part of the grid, copy the sweep file and shorten the axis)")
+        for k in SEED_KEYS if key == "seed" else (key,):  # "seed" sets all three seeds, as in --set of train
+            base = merge(base, _nest(k, value))
     for k, v in axes.items():
         if not isinstance(v, list) or not v:
             raise ConfigError(f"axes.{k}: expected a non-empty list of values")
