@@ -160,6 +160,35 @@ def test_collect_reports_unfinished_runs(tmp_path):
         collect(tmp_path / "nowhere")
 
 
+def test_collect_reads_a_folder_of_train_runs_with_the_fields_they_differ_in(tmp_path, capsys):
+    """`anchorlab collect` of `anchorlab train` runs (no sweep.json): one row per run, its coordinates the config
+    fields the runs differ in (threads, evaluation cadence and the like left out), beside a sweep's own rows."""
+    import csv
+
+    from anchorlab.cli import main
+
+    (tmp_path / "base.toml").write_text(TINY_BASE)
+    folder = tmp_path / "runs"
+    for name, sets in [("a", ["init.gamma=0.5"]), ("b", ["init.gamma=1.0", "train.weight_decay=0.3"]),
+                       ("c", ["init.gamma=1.0", "train.threads=1", "train.eval_every=1"])]:
+        argv = ["train", str(tmp_path / "base.toml"), "--out", str(folder / name)]
+        assert main([*argv, *[x for s in sets for x in ("--set", s)]]) == 0
+    (folder / "c" / "DONE").unlink()  # as if still training: its last evaluation, marked running
+    assert main(["collect", str(folder)]) == 0
+    rows = {r["run_id"]: r for r in csv.DictReader(open(folder / "summary.csv"))}
+    assert sorted(rows) == ["a", "b", "c"] and rows["b"]["run_dir"] == str(folder / "b")
+    assert list(rows["a"])[:5] == ["run_id", "run_dir", "init.gamma", "train.weight_decay", "status"]
+    assert [(rows[n]["init.gamma"], rows[n]["train.weight_decay"]) for n in "abc"] == [
+        ("0.5", "0.01"), ("1.0", "0.3"), ("1.0", "0.01")]
+    assert [rows[n]["status"] for n in "abc"] == ["done", "done", "running"]
+    assert all(0 <= float(rows[n]["unseen_inferential_acc"]) <= 1 for n in "abc")
+    spec = write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]')  # a sweep beside the folder: its own rows
+    assert main(["sweep", spec, "--out", str(tmp_path / "sw"), "--backend", "local"]) == 0
+    assert main(["collect", str(tmp_path / "sw"), str(folder / "a"), "--out", str(tmp_path / "all.csv")]) == 0
+    mixed = list(csv.DictReader(open(tmp_path / "all.csv")))
+    assert [r["run_dir"] for r in mixed] == ["", "", str(folder / "a")] and "wrote" in capsys.readouterr().out
+
+
 def test_dry_run_lists_runs_and_their_status_without_writing(tmp_path, capsys):
     from anchorlab.cli import main
     from anchorlab.train import train

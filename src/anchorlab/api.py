@@ -170,9 +170,11 @@ def load_run(run_dir: str | Path) -> Run:
     return Run(run_dir, config, kind)
 
 
-def load_sweep(sweep_dir: str | Path) -> Any:
-    """The tidy table that ``anchorlab collect SWEEP_DIR`` writes, as a DataFrame: one row per run with its
-    grid coordinates, status and every scalar of its summary (``best_<metric>`` for the best evaluation)."""
-    from anchorlab.sweep import collect
+def load_sweep(sweep_dir: str | Path, *more: str | Path) -> Any:
+    """The tidy table that ``anchorlab collect SOURCE...`` writes, as a DataFrame: one row per run with its
+    grid coordinates, status and every scalar of its summary (``best_<metric>`` for the best evaluation).
+    Besides a sweep directory, a folder of ``anchorlab train`` runs (or several sources) is read too: its runs'
+    coordinates are the config fields in which they differ (:func:`anchorlab.sweep.collect_sources`)."""
+    from anchorlab.sweep import collect_sources
 
-    return _pandas().DataFrame(collect(sweep_dir))
+    return _pandas().DataFrame(collect_sources([sweep_dir, *more]))

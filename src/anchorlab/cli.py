@@ -98,10 +98,11 @@ def _sweep(a: argparse.Namespace) -> int:
 
 
 def _collect(a: argparse.Namespace) -> None:
-    from anchorlab.sweep import collect, write_csv
+    from anchorlab.sweep import collect_sources, write_csv
 
-    out = _out_file(a.out or Path(a.sweep_dir) / "summary.csv")
-    write_csv(rows := collect(a.sweep_dir), out)
+    _sources(a.source)
+    out = _out_file(a.out or Path(a.source[0]) / "summary.csv")
+    write_csv(rows := collect_sources(a.source), out)
     print(f"wrote {out}: {len(rows)} runs, {sum(r['status'] == 'done' for r in rows)} done")
 
 
@@ -199,8 +200,10 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
             "(it resumes); default 0 with process, 3 with ray"),
         arg("--batch-models", type=int, metavar="K", help="local: up to K same-shaped runs trained together "
           "(stacked weights); default 16 on a GPU, 1 on a CPU"), DRY]),
-    "collect": (_collect, "one tidy CSV row per run of a sweep directory", [
-        arg("sweep_dir"), arg("--out", help="CSV path (default SWEEP_DIR/summary.csv)")]),
+    "collect": (_collect, "one tidy CSV row per run of a sweep directory (or a folder of runs)", [
+        arg("source", nargs="+", help="sweep directories, folders of runs (such as runs/) and run directories; "
+            "runs outside a sweep get as coordinates the config fields in which they differ"),
+        arg("--out", help="CSV path (default FIRST_SOURCE/summary.csv)")]),
     "figure": (_figure, "draw a paper figure from a sweep or run directory (PNG + CSV)", [
         arg("name", help="figure name; `anchorlab figure list` prints them"),
         arg("source", nargs="*", help="sweep directory, or run directories (a sweep, or a folder of runs such as "

@@ -256,6 +256,30 @@ def portable(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+# Config fields that leave a run's arithmetic as it is (evaluation and checkpoint cadence, device, threads;
+# pruning the last position is exact): runs that differ only in them are not told apart in a figure or a table.
+INERT_FIELDS = ("train.eval_every", "train.eval_batch_size", "train.checkpoint_every", "train.resume_every",
+                "train.device", "train.threads", "train.prune_last")
+
+
+def flat_fields(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested config dict as dotted keys (lists kept as values)."""
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        out.update(flat_fields(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def varied_fields(configs: list[dict[str, Any]], named: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Per config (plain data), the dotted fields in which ``configs`` differ, other than those starting with one
+    of ``named`` (what the caller shows already) and the :data:`INERT_FIELDS`: what tells the runs apart (e.g.
+    ``{"train.weight_decay": 0.3}``), or {} each where they differ in none of them."""
+    flat = [flat_fields(c) for c in configs]
+    keys = sorted({k for f in flat for k in f})
+    varied = [k for k in keys if not k.startswith(named + INERT_FIELDS) and len({repr(f.get(k)) for f in flat}) > 1]
+    return [{k: f.get(k) for k in varied} for f in flat]
+
+
 def run_id_of(config: dict[str, Any]) -> str:
     """Stable short hash of a fully resolved config as plain data (names run directories)."""
     blob = json.dumps(config, sort_keys=True, separators=(",", ":"))

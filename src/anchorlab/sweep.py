@@ -31,7 +31,7 @@ from typing import Any
 
 from anchorlab import kinds, rundir
 from anchorlab.config import ConfigError, merge, parse_override, parse_toml_file, read_toml, set_dotted
-from anchorlab.config_tools import SEED_KEYS
+from anchorlab.config_tools import SEED_KEYS, varied_fields
 
 MANIFEST = "sweep.json"
 
@@ -280,25 +280,48 @@ def collect(sweep_dir: str | Path) -> list[dict[str, Any]]:
     manifest_path = sweep_dir / MANIFEST
     if not manifest_path.is_file():
         raise ConfigError(f"sweep_dir: {sweep_dir} has no {MANIFEST}; run `anchorlab sweep` into it first")
-    manifest = read_manifest(sweep_dir)
-    rows = []
-    for run_id, point in manifest["runs"].items():
-        d = sweep_dir / run_id
-        row: dict[str, Any] = {"run_id": run_id, **point}
-        if rundir.is_done(d):
-            s = rundir.read_json(d / rundir.SUMMARY)
-            row["status"] = "done"
-        else:
-            hist = rundir.read_metrics(d)
-            s = hist[-1] if hist else {}
-            row["status"] = "failed" if (d / rundir.FAILED).exists() else "running" if hist else "missing"
-        for k, v in s.items():
-            if isinstance(v, (int, float, str)) and not isinstance(v, bool) and k not in row:
-                row[k] = v
-            elif k == "best" and isinstance(v, dict):
-                row.update({f"best_{m}": x for m, x in v.items()})
-        rows.append(row)
+    return [_row(sweep_dir / run_id, {"run_id": run_id, **point})
+            for run_id, point in read_manifest(sweep_dir)["runs"].items()]
+
+
+def collect_sources(sources: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """:func:`collect` for any mix of sweep directories, folders of runs (such as ``runs/``) and run
+    directories: a sweep's runs as :func:`collect` gives them; every other run (read from its ``config.json``)
+    with its directory name as ``run_id``, its path as ``run_dir``, and as coordinates the config fields in
+    which these other runs differ (:func:`~anchorlab.config_tools.varied_fields`; e.g. ``init.gamma``,
+    ``train.weight_decay``). A directory that is none of these is a :class:`ConfigError` naming it."""
+    rows: list[dict[str, Any]] = []
+    plain: list[Path] = []
+    for s in map(Path, sources):
+        if (s / MANIFEST).is_file():
+            rows += collect(s)
+            continue
+        found = [d for d in run_dirs([s]) if (d / rundir.CONFIG).is_file()]
+        if not found:
+            raise ConfigError(f"source: {s} holds no {MANIFEST}, no {rundir.CONFIG} and no run directories")
+        plain += found
+    configs = [rundir.read_config(d).to_dict() for d in plain]  # a broken config.json: one line naming it
+    for d, coords in zip(plain, varied_fields(configs), strict=True):
+        rows.append(_row(d, {"run_id": d.name, "run_dir": str(d), **coords}))
     return rows
+
+
+def _row(run_dir: Path, head: dict[str, Any]) -> dict[str, Any]:
+    """``head``, then the run's status and every scalar of its summary (of its last evaluation if unfinished)."""
+    row = dict(head)
+    if rundir.is_done(run_dir):
+        s = rundir.read_json(run_dir / rundir.SUMMARY)
+        row["status"] = "done"
+    else:
+        hist = rundir.read_metrics(run_dir)
+        s = hist[-1] if hist else {}
+        row["status"] = "failed" if (run_dir / rundir.FAILED).exists() else "running" if hist else "missing"
+    for k, v in s.items():
+        if isinstance(v, (int, float, str)) and not isinstance(v, bool) and k not in row:
+            row[k] = v
+        elif k == "best" and isinstance(v, dict):
+            row.update({f"best_{m}": x for m, x in v.items()})
+    return row
 
 
 def write_csv(rows: list[dict[str, Any]], path: str | Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from anchorlab import rundir
 from anchorlab.config import CompositeTaskConfig, ConfigError, RunConfig
+from anchorlab.config_tools import varied_fields
 from anchorlab.figures import figure, model_label, save_figure
 from anchorlab.phase import SEED_AXES, phase_grid
 from anchorlab.plotting.figures import plot_gamma_comparison, plot_phase_diagrams, plot_probe_curves
@@ -99,28 +100,10 @@ def _std_W_Q(cfg: RunConfig) -> float | None:
     return init_std("attn_in", (m.n_heads, m.d_model, m.d_head), cfg.init) if m.name == "gpt" else None
 
 
-# Config fields that leave a run's arithmetic as it is (evaluation and checkpoint cadence, device, threads;
-# pruning the last position is exact): runs that differ only in them are not told apart in a figure.
-INERT = ("train.eval_every", "train.eval_batch_size", "train.checkpoint_every", "train.resume_every", "train.device",
-         "train.threads", "train.prune_last")
-
-
-def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A nested config dict as dotted keys (lists kept as values)."""
-    out: dict[str, Any] = {}
-    for k, v in tree.items():
-        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
-    return out
-
-
 def _varied(cfgs: list[RunConfig], named: tuple[str, ...] = ("init.gamma", "seeds.")) -> list[dict[str, Any]]:
-    """Per config, the dotted fields (prefixes) in which ``cfgs`` differ, other than those the figure ``named``
-    already and the :data:`INERT` ones: what tells two runs of one γ and seed apart (e.g.
-    ``train.weight_decay``), or {} each where they differ in none of them."""
-    flat = [_flat(c.to_dict()) for c in cfgs]
-    keys = sorted({k for f in flat for k in f})
-    varied = [k for k in keys if not k.startswith(named + INERT) and len({repr(f.get(k)) for f in flat}) > 1]
-    return [{k: f.get(k) for k in varied} for f in flat]
+    """Per config, the dotted fields in which ``cfgs`` differ beyond those the figure ``named`` already
+    (:func:`~anchorlab.config_tools.varied_fields`): what tells two runs of one γ and seed apart."""
+    return varied_fields([c.to_dict() for c in cfgs], named)
 
 
 def _varied_parts(varied: dict[str, Any]) -> list[str]:
