@@ -96,7 +96,10 @@ def load_sweep(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) ->
     base = read_toml(path.parent / data["base"]) if "base" in data else {}
     axes = data.get("axes", {})
     swept = {k for axis in axes for k in axis_keys(axis)}
-    swept |= set(SEED_KEYS) if "seed" in swept else {"seed"} if swept & set(SEED_KEYS) else set()
+    if "seed" in swept:  # a seed axis sets all three seeds
+        swept |= set(SEED_KEYS)
+    if swept & set(SEED_KEYS):  # --set seed=N would set a swept seed
+        swept.add("seed")
     for where, key, value in [*(("set.", k, v) for k, v in data.get("set", {}).items()),
                               *(("--set ", *parse_override(o)) for o in overrides)]:
         if not key.strip() or any(not part for part in key.split(".")):
