@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One device call for the next session lent a GPU (issue 16): the levers left for P1's inferential side at the
 # paper width, in order of priority:
+#  0. configs/sweeps/p1_both_sides_lr30.toml: γ 0.3 / 1.2 × seeds 1-3 at P1's top grid rate (m = 30), one
+#     batched group of 6 (~3 min): the candidate config for both sides on 3/3 seeds;
 #  1. configs/sweeps/p1_wd_ends.toml: weight decay 1.0 / 0.3 at both ends of the γ line (γ 0.3 / 1.2 × our data
 #     seeds 1-3, paper config otherwise, 27 epochs, bf16), two batched groups of 6;
 #  2. with the time left, configs/sweeps/p1_gamma12_lr.toml: γ 1.2 at P1's other peak rates (m = 25, 30, 15, 10 ×
@@ -20,12 +22,17 @@
 # Set LIMIT (seconds) to stop earlier; PY (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+BOTH=configs/sweeps/p1_both_sides_lr30.toml; BOTH_DIR=runs/gpu_next/p1_both_sides_lr30
 WD=${WD:-configs/sweeps/p1_wd_ends.toml}; WD_DIR=runs/gpu_next/p1_wd_ends
 LR=${LR:-configs/sweeps/p1_gamma12_lr.toml}; LR_DIR=runs/gpu_next/p1_gamma12_lr
 PARTS=configs/sweeps/p1_reference_init_order.toml; PARTS_DIR=runs/gpu_next/p1_reference_parts
 source experiments/gpu_call.sh  # OUT LIMIT PY REF, left, cli, cli_until_limit; prints the machine
 
-cli_until_limit sweep "$WD" --out "$WD_DIR" --backend local --batch-models 6 || echo "sweep 1 stopped (rc $?): resumable"
+cli_until_limit sweep "$BOTH" --out "$BOTH_DIR" --backend local --batch-models 6 \
+    || echo "sweep 0 stopped (rc $?): resumable"
+if [ "$(left)" -gt 60 ]; then
+    cli_until_limit sweep "$WD" --out "$WD_DIR" --backend local --batch-models 6 || echo "sweep 1 stopped (rc $?): resumable"
+fi
 if [ "$(left)" -gt 60 ]; then
     cli_until_limit sweep "$LR" --out "$LR_DIR" --backend local --batch-models 6 \
         || echo "sweep 2 stopped (rc $?): resumable"
@@ -34,7 +41,8 @@ if [ "$(left)" -gt 60 ] && [ -f "$REF" ]; then
     cli_until_limit sweep "$PARTS" --set task.reference="$REF" --out "$PARTS_DIR" --backend local --batch-models 2 \
         || echo "reference cells stopped (rc $?): resumable"
 fi
-cli sweep "$WD" --out "$WD_DIR" --dry-run | tail -14
+cli sweep "$BOTH" --out "$BOTH_DIR" --dry-run | tail -8
+[ -d "$WD_DIR" ] && cli sweep "$WD" --out "$WD_DIR" --dry-run | tail -14
 [ -d "$LR_DIR" ] && cli sweep "$LR" --out "$LR_DIR" --dry-run | tail -14
 [ -d "$PARTS_DIR" ] && cli sweep "$PARTS" --set task.reference="$REF" --out "$PARTS_DIR" --dry-run | tail -3
 tar czf "$OUT/p1_gpu_next.tar.gz" --exclude=checkpoints --exclude='resume*' -C runs gpu_next
