@@ -431,3 +431,35 @@ def test_bad_at_step_is_one_line_exit_2_nothing_written(runs, tmp_path, capsys, 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and source in err
     assert not (tmp_path / "f").exists()
+
+
+def test_key_answers_on_hand_built_predictions():
+    from anchorlab.analysis.answers import key_answers, shift_name
+
+    keys = np.array([20, 20, 20, 20, 21, 21, 22, 22])
+    pred = keys + np.array([-10, -10, -6, -7, -10, -10, -7, -7])
+    rows = key_answers(keys, pred, inferential=-10, symmetric=-6)
+    assert [(r["key"], r["n"], r["inferential"], r["symmetric"]) for r in rows] == [
+        (20, 4, 0.5, 0.25), (21, 2, 1.0, 0.0), (22, 2, 0.0, 0.0)]
+    assert [(r["top_other"], r["top_other_share"]) for r in rows] == [("x−7", 0.25), ("", 0.0), ("x−7", 1.0)]
+    assert rows[0]["other"] == pytest.approx(0.25) and (shift_name(3), shift_name(0)) == ("x+3", "x")
+
+
+def test_keys_figure_resolves_the_logged_accuracy_over_the_keys(runs, tmp_path):
+    """p1-keys at the last checkpoint: the per-key shares, weighted by their inputs, are the run's logged
+    inferential and symmetric accuracy at that step (the same model, data and precision)."""
+    from anchorlab import rundir
+
+    draw("p1-keys", runs, tmp_path)
+    rows = read_csv(tmp_path / "p1-keys.csv")
+    assert (tmp_path / "p1-keys.png").stat().st_size > 10_000
+    for d in runs:
+        mine = [r for r in rows if r["run_id"] == d.name]
+        step = rundir.checkpoint_steps(d)[-1]
+        [logged] = [m for m in rundir.read_metrics(d) if m["step"] == step]
+        n = sum(int(r["n"]) for r in mine)
+        assert [int(r["key"]) for r in mine] == sorted({int(r["key"]) for r in mine}) and len(mine) > 10
+        for share, metric in (("inferential", "unseen_inferential_acc"), ("symmetric", "unseen_symmetric_acc")):
+            assert sum(float(r[share]) * int(r["n"]) for r in mine) / n == pytest.approx(logged[metric], abs=1e-9)
+    with pytest.raises(ConfigError, match="composed"):
+        draw("p1-keys", runs, tmp_path, composed=1.5)

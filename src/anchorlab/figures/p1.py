@@ -102,6 +102,8 @@ RUN_FIGURES: dict[str, Callable[[RunConfig], str | None]] = {
     "p1-fig5": _needs_gpt,
     "p1-fig12": lambda cfg: None,
     "p1-fig13": lambda cfg: None,
+    "p1-keys": lambda cfg: None if cfg.task.name == "composite" else f"needs the composite task (P1), not "
+                                                                    f"{cfg.task.name!r}",
 }
 
 
@@ -331,6 +333,42 @@ def p1_fig13(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_s
                        title="singular values (sr = stable rank Σ(s/s_max)²); larger γ = smaller init "
                              "(P1's Fig. 13 caption swaps the γ labels)")
     return save_figure(fig, rows, Path(out), "p1-fig13")
+
+
+@figure("p1-keys", "runs", "P1 held-out pair key by key: the shares of (4,3) inputs answered inferentially, "
+        "symmetrically or otherwise for each key x, one panel per run")
+def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_steps: RunSteps = None,
+            composed: float = 0.9) -> Path:
+    """Not a figure of P1: its inferential accuracy (§4) resolved over the key of each input, at the last kept
+    checkpoint (or ``--step`` / RUN_DIR@STEP), evaluated in the run's precision. A run tends to compose all of
+    a key's inputs or none, so the pooled accuracy counts composed keys; each panel's title gives how many keys
+    reach ``composed``. CSV: one row per run and key (shares, the most frequent other answer)."""
+    import torch
+
+    from anchorlab.analysis.answers import key_answers, probe_predictions, shift_name
+    from anchorlab.plotting.figures import plot_key_answers
+    from anchorlab.tasks import make_task_data
+    from anchorlab.tasks.composite import inferential_shift, symmetric_shift
+
+    if not 0 < composed <= 1:
+        raise ConfigError(f"figure p1-keys: option composed: a share in (0, 1], got {composed!r}")
+    panels, rows = [], []
+    for d, model, cfg, at in _load_runs("p1-keys", run_dirs, step, run_steps):
+        t = cfg.task
+        a1, a2 = t.probe_pair
+        inf, sym = inferential_shift(t, a1, a2), symmetric_shift(t, a1, a2)
+        amp = torch.bfloat16 if cfg.train.precision == "bf16" else None
+        keys, pred = probe_predictions(model, make_task_data(t, cfg.seeds.data_seed), t, amp)
+        per_key = key_answers(keys, pred, inf, sym)
+        n_ok = sum(r["inferential"] >= composed for r in per_key)
+        panels.append({"title": f"{_label(cfg)}, step {at}: inferential {float(np.mean(pred - keys == inf)):.3f}, "
+                                f"symmetric {float(np.mean(pred - keys == sym)):.3f}; {n_ok} of {len(per_key)} keys "
+                                f"composed (≥ {composed:g})", "rows": per_key})
+        rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed, **r}
+                 for r in per_key]
+    pair = f"({a1},{a2})"
+    fig = plot_key_answers(panels, pair, shift_name(inf), shift_name(sym))
+    return save_figure(fig, rows, Path(out), "p1-keys")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -284,3 +284,40 @@ def plot_condensation(runs: Sequence[Sequence[dict[str, Any]]], pair: str = "(4,
         fig.suptitle(f"P1: mechanism scalars over training ({len(runs)} runs)", fontsize=9.5)
         fig.tight_layout(rect=(0, 0, 1 - 1.6 / 15.5, 1))
     return fig
+
+
+def plot_key_answers(panels: Sequence[dict[str, Any]], pair: str = "(4,3)", inferential: str = "x−10",
+                     symmetric: str = "x−6") -> Figure:
+    """The held-out pair's answers key by key, one panel per run (stacked): per key x a bar of the shares
+    answered inferentially (bottom), symmetrically (above) and otherwise (grey, top), so that which keys a run
+    composes, and how many, can be read off. The most frequent other answer is written over each key where it
+    takes at least a fifth of the inputs.
+
+    Each panel: ``{"title": ..., "rows": key_answers(...) rows}``."""
+    import numpy as np
+
+    with style():
+        fig, axes = plt.subplots(len(panels), 1, figsize=(10.0, 1.9 * len(panels) + 0.6), squeeze=False,
+                                 sharex=True)
+        for ax, panel in zip(axes[:, 0], panels):
+            rows = panel["rows"]
+            x = np.array([r["key"] for r in rows])
+            inf = np.array([r["inferential"] for r in rows])
+            sym = np.array([r["symmetric"] for r in rows])
+            other = np.clip(1.0 - inf - sym, 0.0, 1.0)
+            ax.bar(x, inf, width=0.85, color=COLORS["inferential"], label=f"inferential {pair} → {inferential}")
+            ax.bar(x, sym, width=0.85, bottom=inf, color=COLORS["symmetric"], label=f"symmetric {pair} → {symmetric}")
+            ax.bar(x, other, width=0.85, bottom=inf + sym, color="#cccccc", label="another answer")
+            for r in rows:
+                if r["top_other_share"] >= 0.2:
+                    ax.text(r["key"], 1.02, r["top_other"], rotation=90, ha="center", va="bottom", fontsize=6)
+            ax.set_ylim(0, 1.25)
+            ax.set_yticks([0, 0.5, 1])
+            ax.set_xlim(x.min() - 1, x.max() + 1)
+            ax.set_ylabel("share")
+            ax.set_title(panel["title"], fontsize=8.5, loc="left")
+            ax.grid(axis="x", visible=False)
+        axes[-1, 0].set_xlabel("key x of the input")
+        axes[0, 0].legend(loc="lower left", bbox_to_anchor=(0.0, 1.18), ncol=3, fontsize=8)
+        fig.tight_layout()
+    return fig
