@@ -80,13 +80,19 @@ def plot_probe_curves(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", thr
         kind_handles.append(Line2D([], [], color="black", lw=0.7, alpha=0.6, label=f"{threshold:g}"))
         run_handles = [Line2D([], [], color="#333333", ls="none", marker=SEED_MARKERS[i % len(SEED_MARKERS)],
                                   markerfacecolor="white", label=lab) for i, lab in enumerate(labels)]
-        height = fig.get_size_inches()[1]
-        fig.legend(handles=kind_handles, loc="lower center", bbox_to_anchor=(0.5, 0.27 / height), ncol=4, fontsize=8)
-        fig.legend(handles=run_handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(labels), 8),
+        # as many markers a row as fit the width (a label of n characters takes ~0.4 + 0.062 n inches at
+        # font size 8); the figure grows by a legend row for each further row
+        width, height = fig.get_size_inches()
+        ncol = max(1, min(len(labels), 8, int(width // (0.4 + 0.062 * max(map(len, labels))))))
+        extra = 0.2 * (-(-len(labels) // ncol) - 1)
+        height += extra
+        fig.set_size_inches(width, height)
+        fig.legend(handles=kind_handles, loc="lower center", bbox_to_anchor=(0.5, (0.27 + extra) / height), ncol=4,
                    fontsize=8)
+        fig.legend(handles=run_handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, fontsize=8)
         if title:
             fig.suptitle(title, fontsize=9)
-        fig.tight_layout(rect=(0, 0.62 / height, 1, 1))
+        fig.tight_layout(rect=(0, (0.62 + extra) / height, 1, 1))
     return fig
 
 
