@@ -36,10 +36,12 @@ def test_shipped_registry_every_sweep_loads_and_every_selection_exists():
 
 def test_both_sides_entry_runs_the_paper_config_sweep_and_draws_the_curves():
     """p1-both-sides: one sweep (configs/sweeps/p1_both_sides.toml, the paper config itself, so `--paper` names
-    the same file), the curves and the γ comparison, and a cost (minutes) that the demo prints."""
+    the same file), the curves, the γ comparison and the per-key answers (last checkpoints), and a cost
+    (minutes) that the demo prints."""
     rep = load_registry()["p1-both-sides"]
     assert [p.name for p in rep.sweeps] == ["p1_both_sides.toml"] and rep.paper == rep.sweeps
-    assert [f.name for f in rep.figures] == ["p1-curves", "p1-gamma"] and not any(f.select for f in rep.figures)
+    assert [f.name for f in rep.figures] == ["p1-curves", "p1-gamma", "p1-keys"]
+    assert not any(f.select for f in rep.figures)
     assert FIGURES["p1-curves"].sources == "runs" and rep.minutes is not None and rep.minutes > 600
     assert len(load_sweep(rep.sweeps[0]).configs()) == 6
 
