@@ -281,3 +281,23 @@ def test_figure_list_names_each_figures_options_and_flags():
     lines = describe().splitlines()
     i = next(k for k, line in enumerate(lines) if line.startswith("p1-fig2 "))
     assert lines[i + 1].split() == ["--option", "KEY=VALUE", "(defaults):", "keys=both;", "flags:", "--best-epoch"]
+
+
+def test_probe_curves_legend_wraps_long_run_labels_inside_the_figure():
+    """Runs told apart by long labels (seed and rate, say) get as many legend rows as the width needs, the figure
+    growing by a row each, so that no label is cut at the edges."""
+    from anchorlab.plotting.figures import plot_probe_curves
+    from anchorlab.plotting.style import plt
+
+    def curves(labels):
+        return [{"group": "γ 1.2", "label": lab, "epoch": [0, 3], "inferential": [0.0, 0.5], "symmetric": [0.0, 0.1],
+                 "seen_test": [0.0, 0.6]} for lab in labels]
+
+    short = plot_probe_curves(curves(["seed 1", "seed 2"]))
+    long = plot_probe_curves(curves([f"seed {s}, lr_multiplier {m}" for s in (1, 2, 3) for m in (20, 30)]))
+    assert short.get_size_inches()[1] == pytest.approx(3.4) and long.get_size_inches()[1] > 3.5
+    renderer = long.canvas.get_renderer()
+    for legend in long.legends:
+        box = legend.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.x1 <= long.bbox.width
+    plt.close(short), plt.close(long)
