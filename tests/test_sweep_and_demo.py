@@ -187,6 +187,10 @@ def test_collect_reads_a_folder_of_train_runs_with_the_fields_they_differ_in(tmp
     assert main(["collect", str(tmp_path / "sw"), str(folder / "a"), "--out", str(tmp_path / "all.csv")]) == 0
     mixed = list(csv.DictReader(open(tmp_path / "all.csv")))
     assert [r["run_dir"] for r in mixed] == ["", "", str(folder / "a")] and "wrote" in capsys.readouterr().out
+    (folder / "summary.csv").unlink()
+    assert main(["collect", str(folder / "c")]) == 0  # one run: its table beside it, not among its files
+    assert [r["run_id"] for r in csv.DictReader(open(folder / "summary.csv"))] == ["c"]
+    assert not (folder / "c" / "summary.csv").exists()
 
 
 def test_dry_run_lists_runs_and_their_status_without_writing(tmp_path, capsys):

@@ -101,7 +101,8 @@ def _collect(a: argparse.Namespace) -> None:
     from anchorlab.sweep import collect_sources, write_csv
 
     _sources(a.source)
-    out = _out_file(a.out or Path(a.source[0]) / "summary.csv")
+    first = Path(a.source[0])  # a run directory's table goes beside it, not among its files
+    out = _out_file(a.out or (first.parent if (first / "config.json").is_file() else first) / "summary.csv")
     write_csv(rows := collect_sources(a.source), out)
     print(f"wrote {out}: {len(rows)} runs, {sum(r['status'] == 'done' for r in rows)} done")
 
@@ -203,7 +204,7 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
     "collect": (_collect, "one tidy CSV row per run of a sweep directory (or a folder of runs)", [
         arg("source", nargs="+", help="sweep directories, folders of runs (such as runs/) and run directories; "
             "runs outside a sweep get as coordinates the config fields in which they differ"),
-        arg("--out", help="CSV path (default FIRST_SOURCE/summary.csv)")]),
+        arg("--out", help="CSV path (default FIRST_SOURCE/summary.csv; beside it for a run directory)")]),
     "figure": (_figure, "draw a paper figure from a sweep or run directory (PNG + CSV)", [
         arg("name", help="figure name; `anchorlab figure list` prints them"),
         arg("source", nargs="*", help="sweep directory, or run directories (a sweep, or a folder of runs such as "
