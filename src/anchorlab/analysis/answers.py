@@ -2,10 +2,10 @@
 over the key x of each input.
 
 A run's inferential accuracy on (4,3) is a mean over its inputs; across the keys it is not spread evenly. A
-trained model tends to compose a key's every input or none of them, so the pooled number counts composed keys,
-and an evaluation-to-evaluation swing is keys flipping. :func:`key_answers` gives, per key, the shares of the
-inferential answer (x + shift(a1) + shift(a2)), the symmetric one (the reversed pair's designated answer) and
-any other, with the most frequent other answer."""
+model that has fitted the seen pairs tends to compose a key's every input or none of them, so the pooled number
+counts composed keys, and an evaluation-to-evaluation swing is keys flipping. :func:`key_answers` gives, per
+key, the shares of the inferential answer (x + shift(a1) + shift(a2)), the symmetric one (the reversed pair's
+designated answer) and any other, with the most frequent other answer."""
 
 from __future__ import annotations
 

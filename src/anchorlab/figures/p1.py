@@ -340,9 +340,9 @@ def p1_fig13(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_s
 def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_steps: RunSteps = None,
             composed: float = 0.9) -> Path:
     """Not a figure of P1: its inferential accuracy (§4) resolved over the key of each input, at the last kept
-    checkpoint (or ``--step`` / RUN_DIR@STEP), evaluated in the run's precision. A run tends to compose all of
-    a key's inputs or none, so the pooled accuracy counts composed keys; each panel's title gives how many keys
-    reach ``composed``. CSV: one row per run and key (shares, the most frequent other answer)."""
+    checkpoint (or ``--step`` / RUN_DIR@STEP), evaluated in the run's precision. A fitted run tends to compose
+    all of a key's inputs or none, so the pooled accuracy counts composed keys; each panel's title gives how many
+    keys reach ``composed``. CSV: one row per run and key (shares, the most frequent other answer)."""
     import torch
 
     from anchorlab.analysis.answers import key_answers, probe_predictions, shift_name
