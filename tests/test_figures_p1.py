@@ -461,5 +461,21 @@ def test_keys_figure_resolves_the_logged_accuracy_over_the_keys(runs, tmp_path):
         assert [int(r["key"]) for r in mine] == sorted({int(r["key"]) for r in mine}) and len(mine) > 10
         for share, metric in (("inferential", "unseen_inferential_acc"), ("symmetric", "unseen_symmetric_acc")):
             assert sum(float(r[share]) * int(r["n"]) for r in mine) / n == pytest.approx(logged[metric], abs=1e-9)
+    assert {r["pair"] for r in rows} == {"(4,3)"}
     with pytest.raises(ConfigError, match="composed"):
         draw("p1-keys", runs, tmp_path, composed=1.5)
+
+
+def test_keys_panels_of_another_pair_get_their_own_legend():
+    """Runs probing different pairs are labelled per panel, not with the last run's pair."""
+    from anchorlab.plotting.figures import plot_key_answers
+
+    rows = [{"key": k, "inferential": 1.0, "symmetric": 0.0, "top_other": "", "top_other_share": 0.0} for k in (20, 21)]
+    panels = [{"title": "a", "rows": rows, "pair": "(4,3)", "inferential": "x−10", "symmetric": "x−6"},
+              {"title": "b", "rows": rows, "pair": "(4,3)", "inferential": "x−10", "symmetric": "x−6"},
+              {"title": "c", "rows": rows, "pair": "(2,1)", "inferential": "x−3", "symmetric": "x−9"}]
+    axes = plot_key_answers(panels).axes
+    legends = [ax.get_legend() for ax in axes]
+    assert legends[1] is None and legends[0] is not None and legends[2] is not None
+    assert "inferential (2,1) → x−3" in [t.get_text() for t in legends[2].get_texts()]
+    assert "inferential (4,3) → x−10" in [t.get_text() for t in legends[0].get_texts()]

@@ -98,11 +98,12 @@ def _sweep(a: argparse.Namespace) -> int:
 
 
 def _collect(a: argparse.Namespace) -> None:
+    from anchorlab.rundir import CONFIG
     from anchorlab.sweep import collect_sources, write_csv
 
     _sources(a.source)
     first = Path(a.source[0])  # a run directory's table goes beside it, not among its files
-    out = _out_file(a.out or (first.parent if (first / "config.json").is_file() else first) / "summary.csv")
+    out = _out_file(a.out or (first.parent if (first / CONFIG).is_file() else first) / "summary.csv")
     write_csv(rows := collect_sources(a.source), out)
     print(f"wrote {out}: {len(rows)} runs, {sum(r['status'] == 'done' for r in rows)} done")
 

@@ -361,13 +361,13 @@ def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_st
         keys, pred = probe_predictions(model, make_task_data(t, cfg.seeds.data_seed), t, amp)
         per_key = key_answers(keys, pred, inf, sym)
         n_ok = sum(r["inferential"] >= composed for r in per_key)
-        panels.append({"title": f"{_label(cfg)}, step {at}: inferential {float(np.mean(pred - keys == inf)):.3f}, "
-                                f"symmetric {float(np.mean(pred - keys == sym)):.3f}; {n_ok} of {len(per_key)} keys "
-                                f"composed (≥ {composed:g})", "rows": per_key})
-        rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed, **r}
-                 for r in per_key]
-    pair = f"({a1},{a2})"
-    fig = plot_key_answers(panels, pair, shift_name(inf), shift_name(sym))
+        names = {"pair": f"({a1},{a2})", "inferential": shift_name(inf), "symmetric": shift_name(sym)}
+        title = (f"{_label(cfg)}, step {at}: inferential {float(np.mean(pred - keys == inf)):.3f}, symmetric "
+                 f"{float(np.mean(pred - keys == sym)):.3f}; {n_ok} of {len(per_key)} keys composed (≥ {composed:g})")
+        panels.append({**names, "title": title, "rows": per_key})
+        rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed,
+                  "pair": names["pair"], **r} for r in per_key]
+    fig = plot_key_answers(panels)
     return save_figure(fig, rows, Path(out), "p1-keys")
 
 

@@ -299,20 +299,26 @@ def plot_key_answers(panels: Sequence[dict[str, Any]], pair: str = "(4,3)", infe
     composes, and how many, can be read off. The most frequent other answer is written over each key where it
     takes at least a fifth of the inputs.
 
-    Each panel: ``{"title": ..., "rows": key_answers(...) rows}``."""
+    Each panel: ``{"title": ..., "rows": key_answers(...) rows}``, optionally with its own ``pair``,
+    ``inferential`` and ``symmetric`` (runs of other tasks); a panel whose legend differs from the one above
+    gets a legend of its own."""
     import numpy as np
 
     with style():
         fig, axes = plt.subplots(len(panels), 1, figsize=(10.0, 1.9 * len(panels) + 0.6), squeeze=False,
                                  sharex=True)
+        shown = None
         for ax, panel in zip(axes[:, 0], panels):
             rows = panel["rows"]
+            names = (panel.get("pair", pair), panel.get("inferential", inferential),
+                     panel.get("symmetric", symmetric))
+            p_, inf_name, sym_name = names
             x = np.array([r["key"] for r in rows])
             inf = np.array([r["inferential"] for r in rows])
             sym = np.array([r["symmetric"] for r in rows])
             other = np.clip(1.0 - inf - sym, 0.0, 1.0)
-            ax.bar(x, inf, width=0.85, color=COLORS["inferential"], label=f"inferential {pair} → {inferential}")
-            ax.bar(x, sym, width=0.85, bottom=inf, color=COLORS["symmetric"], label=f"symmetric {pair} → {symmetric}")
+            ax.bar(x, inf, width=0.85, color=COLORS["inferential"], label=f"inferential {p_} → {inf_name}")
+            ax.bar(x, sym, width=0.85, bottom=inf, color=COLORS["symmetric"], label=f"symmetric {p_} → {sym_name}")
             ax.bar(x, other, width=0.85, bottom=inf + sym, color="#cccccc", label="another answer")
             for r in rows:
                 if r["top_other_share"] >= 0.2:
@@ -323,7 +329,9 @@ def plot_key_answers(panels: Sequence[dict[str, Any]], pair: str = "(4,3)", infe
             ax.set_ylabel("share")
             ax.set_title(panel["title"], fontsize=8.5, loc="left")
             ax.grid(axis="x", visible=False)
+            if names != shown:
+                ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.18), ncol=3, fontsize=8)
+                shown = names
         axes[-1, 0].set_xlabel("key x of the input")
-        axes[0, 0].legend(loc="lower left", bbox_to_anchor=(0.0, 1.18), ncol=3, fontsize=8)
         fig.tight_layout()
     return fig
