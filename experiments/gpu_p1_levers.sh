@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device call for the next session lent a GPU (issue 16): the levers left for P1's inferential side at the
 # paper width, in order of priority:
-#  0. configs/sweeps/p1_both_sides_lr30.toml: γ 0.3 / 1.2 × seeds 1-3 at P1's top grid rate (m = 30), one
-#     batched group of 6 (~3 min): the candidate config for both sides on 3/3 seeds;
+#  0. configs/sweeps/p1_both_sides_lr30.toml: γ 0.3 / 1.2 × seeds 1-3 at P1's top grid rate (m = 30), 39 epochs,
+#     one batched group of 6 (~4.5 min): the candidate config for both sides on 3/3 seeds;
 #  1. configs/sweeps/p1_wd_ends.toml: weight decay 1.0 / 0.3 at both ends of the γ line (γ 0.3 / 1.2 × our data
 #     seeds 1-3, paper config otherwise, 27 epochs, bf16), two batched groups of 6;
 #  2. with the time left, configs/sweeps/p1_gamma12_lr.toml: γ 1.2 at P1's other peak rates (m = 25, 30, 15, 10 ×
