@@ -312,13 +312,13 @@ def plot_key_answers(panels: Sequence[dict[str, Any]], pair: str = "(4,3)", infe
             rows = panel["rows"]
             names = (panel.get("pair", pair), panel.get("inferential", inferential),
                      panel.get("symmetric", symmetric))
-            p_, inf_name, sym_name = names
+            pair_n, inf_name, sym_name = names
             x = np.array([r["key"] for r in rows])
             inf = np.array([r["inferential"] for r in rows])
             sym = np.array([r["symmetric"] for r in rows])
             other = np.clip(1.0 - inf - sym, 0.0, 1.0)
-            ax.bar(x, inf, width=0.85, color=COLORS["inferential"], label=f"inferential {p_} → {inf_name}")
-            ax.bar(x, sym, width=0.85, bottom=inf, color=COLORS["symmetric"], label=f"symmetric {p_} → {sym_name}")
+            ax.bar(x, inf, width=0.85, color=COLORS["inferential"], label=f"inferential {pair_n} → {inf_name}")
+            ax.bar(x, sym, width=0.85, bottom=inf, color=COLORS["symmetric"], label=f"symmetric {pair_n} → {sym_name}")
             ax.bar(x, other, width=0.85, bottom=inf + sym, color="#cccccc", label="another answer")
             for r in rows:
                 if r["top_other_share"] >= 0.2:
