@@ -12,6 +12,9 @@ Measures, on one device and thread count:
   (:mod:`anchorlab.batched`), aggregate sequences/s;
 
 and prints each as a fraction of the FLOP limit (peak / FLOPs per sequence) and as ratios to (a) and (b).
+On the CPU the process is set up as every trainer's is (:func:`anchorlab.cpu.setup_cpu`: glibc keeps freed
+memory, subnormals are flushed), so the rows time what training gets; ``ANCHORLAB_MALLOC=system`` times
+glibc's default allocator instead (``machine.malloc`` in the JSON says which).
 
     python -m benchmarks.throughput --quick --out bench.json
     python -m benchmarks.throughput --device cuda --steps 200 --k 16
@@ -34,6 +37,7 @@ from torch import nn
 
 from anchorlab.batched import Hyper, StackedParams, train_step
 from anchorlab.config import RunConfig, load_config
+from anchorlab.cpu import keep_freed_memory, setup_cpu
 from anchorlab.models import build_model
 from anchorlab.tasks import make_task_data
 from anchorlab.train import build_initialized_model, fused_adamw
@@ -201,7 +205,7 @@ def batched_loop(cfg: RunConfig, K: int, x: torch.Tensor, y: torch.Tensor, d_voc
 
 def _process_worker(config: str, overrides: list[str], steps: int, warmup: int, barrier: Any, out: Any) -> None:
     """One 1-thread process of (e): our pruned fp32 step, timed after every process has warmed up."""
-    torch.set_num_threads(1)
+    setup_cpu(1)
     cfg = load_config(config, overrides)
     x, y, V = train_rows(cfg)
     model = build_initialized_model(cfg, V)
@@ -242,8 +246,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--out", type=Path, help="write the results as JSON here")
     args = ap.parse_args(argv)
 
-    torch.set_num_threads(args.threads)
     device = torch.device(args.device)
+    if device.type == "cpu":
+        setup_cpu(args.threads)  # as every trainer does: threads, glibc keeping freed memory, flushed subnormals
+    else:
+        torch.set_num_threads(args.threads)
     if device.type == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: no CUDA device is available")
     steps, warmup = (8, 2) if args.quick else (args.steps, max(3, args.steps // 10))
@@ -314,7 +321,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": os.cpu_count(),
                     "torch": torch.__version__, "device": str(device), "threads": args.threads,
                     "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-                    "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None},
+                    "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None,
+                    "malloc": "keep" if keep_freed_memory() else "system"},
         "config": args.config, "overrides": args.set, "batch_size": B, "seq_len": P, "d_vocab": V,
         "steps": steps, "quick": args.quick, "k": args.k, "processes": args.processes, "repeats": repeats,
         "matmul_peak_flops": peak, "flops_per_seq": flops,

@@ -8,7 +8,11 @@ import pytest
 from benchmarks import throughput
 
 
-def test_throughput_runs_and_counts_flops_exactly(tmp_path):
+def test_throughput_runs_and_counts_flops_exactly(tmp_path, monkeypatch):
+    from anchorlab.cpu import setup_cpu
+
+    calls = []  # the process is set up as a trainer's (threads, allocator, subnormals) before anything is timed
+    monkeypatch.setattr(throughput, "setup_cpu", lambda n: (calls.append(n), setup_cpu(n)))
     out = tmp_path / "bench.json"
     sets = ["model.d_model=32", "model.d_head=8", "model.d_mlp=64", "task.data_size=2000", "train.batch_size=20"]
     r = throughput.main(["--quick", "--k", "2", "--processes", "2", "--out", str(out),
@@ -22,6 +26,9 @@ def test_throughput_runs_and_counts_flops_exactly(tmp_path):
     assert fl["train_pruned"] == pytest.approx(fl["analytic_3x_fwd_pruned"], rel=1e-9)
     assert fl["train_unpruned"] == pytest.approx(fl["analytic_3x_fwd_unpruned"], rel=1e-9)
     assert fl["train_pruned"] < fl["train_unpruned"]
+    assert calls == [1]
+    from anchorlab.cpu import keep_freed_memory
+    assert r["machine"]["malloc"] == ("keep" if keep_freed_memory() else "system")
 
 
 def test_report_benchmark_runs(tmp_path):
