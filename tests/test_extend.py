@@ -132,3 +132,34 @@ def test_a_schedule_that_changes_trained_steps_is_one_line_exit_2(runs, tmp_path
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "train: this schedule changes the learning rate of step" in err
     assert not out.exists()
+
+
+def test_a_sparser_checkpoint_cadence_keeps_what_the_sparser_run_keeps(runs, tmp_path):
+    """train.checkpoint_every may change to a cadence the source kept: the copy and the rest of the run keep
+    exactly the checkpoints of that cadence's run from step 0, and every number is the same."""
+    root, full = runs
+    sparse = tiny_config(**{**CADENCE, "train.checkpoint_every": 4, "train.epochs": 5})
+    direct = train(sparse, tmp_path / "direct", show_progress=False)
+    cfg = longer_config(root / "short", ["train.epochs=5", "train.checkpoint_every=4"])
+    assert cfg == sparse
+    assert seed_longer_run(root / "short", cfg, tmp_path / "ext")
+    assert rundir.checkpoint_steps(tmp_path / "ext") == [0]  # the source's epochs 2 and 3 are off the new cadence
+    train(cfg, tmp_path / "ext", show_progress=False)
+    spe = full["steps"] // 5
+    assert rundir.checkpoint_steps(tmp_path / "ext") == rundir.checkpoint_steps(tmp_path / "direct") == [0, 4 * spe,
+                                                                                                         5 * spe]
+    assert rundir.read_metrics(tmp_path / "ext") == rundir.read_metrics(root / "full")
+    a, b = rundir.load_checkpoint(tmp_path / "ext"), rundir.load_checkpoint(tmp_path / "direct")
+    assert all(torch.equal(a[k], b[k]) for k in b)
+    assert direct["final_train_loss"] == full["final_train_loss"]
+
+
+def test_a_cadence_needing_a_checkpoint_the_source_did_not_keep_is_one_line_exit_2(runs, tmp_path, capsys):
+    root, _ = runs
+    out = tmp_path / "run"  # every epoch: the source kept epochs 0, 2 and 3, not 1
+    args = ["train", "--from", str(root / "short"), "--set", "train.epochs=5", "--set", "train.checkpoint_every=1",
+            "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "train.checkpoint_every: 1 keeps epoch 1" in err and "multiple of 2" in err
+    assert not out.exists()

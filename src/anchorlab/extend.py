@@ -16,6 +16,12 @@ What the E-epoch run wrote only because E was its last epoch (an evaluation or a
 of ``train.eval_every`` / ``train.checkpoint_every``) is left out of the copy; its TensorBoard events get a
 restart mark there, so TensorBoard drops that evaluation too.
 
+``train.checkpoint_every`` may change too (it decides which checkpoints are kept, never a number), where the
+source kept every epoch the new cadence keeps up to its end, e.g. a multiple of its own; the copy keeps those
+only. A 210-epoch continuation of a run that kept every epoch need not keep 171 more (11 MB each at P1's size):
+
+    anchorlab train --from runs/g12_s1 --set train.epochs=210 --set train.checkpoint_every=3
+
 The seeded directory is complete before it appears (built under a temporary name, then renamed); from then on
 it is an ordinary unfinished run, so the same command again resumes it. The source is only read.
 """
@@ -35,13 +41,16 @@ from anchorlab.schedule import lr_at
 # The fields a run seeded from another may change: its length and its learning rate's shape. A change passes
 # only where the rate of every step the source trained stays the same (:func:`longer_config`).
 SCHEDULE_FIELDS = ("epochs", "cooldown_epochs", "cosine_epochs", "lr_min", "schedule")
+# What else it may change: which checkpoints it keeps (where the source kept every one the new cadence needs).
+KEPT_FIELDS = ("checkpoint_every",)
 
 
 def longer_config(source: str | Path, overrides: list[str] | tuple[str, ...]) -> RunConfig:
     """The config of the anchor-task run in ``source`` with ``overrides`` applied: the same run trained further.
-    Anything but :data:`SCHEDULE_FIELDS` of ``train`` (and execution fields such as ``train.threads``) changed,
-    a schedule that changes the rate of a step the source trained, no epoch past the source's, a source that
-    is not an anchor-task run or that stopped early: a :class:`ConfigError`."""
+    Anything but :data:`SCHEDULE_FIELDS` and :data:`KEPT_FIELDS` of ``train`` (and execution fields such as
+    ``train.threads``) changed, a schedule that changes the rate of a step the source trained, a checkpoint
+    cadence that needs one the source did not keep, no epoch past the source's, a source that is not an
+    anchor-task run or that stopped early: a :class:`ConfigError`."""
     source = Path(source)
     if not (source / rundir.CONFIG).is_file():
         raise ConfigError(f"--from: {source} is not a run directory (no {rundir.CONFIG})")
@@ -53,12 +62,12 @@ def longer_config(source: str | Path, overrides: list[str] | tuple[str, ...]) ->
     for item in overrides:
         set_dotted(d, *parse_override(item))
     cfg = from_dict(d)
-    same_schedule = cfg.replace(**{f"train.{f}": getattr(old.train, f) for f in SCHEDULE_FIELDS})
+    same_schedule = cfg.replace(**{f"train.{f}": getattr(old.train, f) for f in SCHEDULE_FIELDS + KEPT_FIELDS})
     if not rundir.same_run(old.to_dict(), same_schedule):
         diff = rundir.first_difference(rundir.identity(old.to_dict(), old),
                                        rundir.identity(same_schedule.to_dict(), old))
         raise ConfigError(f"{diff}: differs from --from {source}; a run trained further may change only "
-                          f"train.{', train.'.join(SCHEDULE_FIELDS)}")
+                          f"train.{', train.'.join(SCHEDULE_FIELDS + KEPT_FIELDS)}")
     if cfg.train.epochs <= old.train.epochs:
         raise ConfigError(f"train.epochs: {cfg.train.epochs} must exceed the {old.train.epochs} epochs of "
                           f"--from {source}")
@@ -79,6 +88,12 @@ def longer_config(source: str | Path, overrides: list[str] | tuple[str, ...]) ->
             raise ConfigError(f"train: this schedule changes the learning rate of step {changed} (epoch "
                               f"{changed // per_epoch}), which --from {source} has trained; a run trained further "
                               f"may change the rate only from step {step} (epoch {epoch}) on")
+        every, kept = cfg.train.checkpoint_every, set(rundir.checkpoint_steps(source))
+        missing = next((e for e in range(every, epoch + 1, every) if e * per_epoch not in kept), None)
+        if missing is not None:
+            raise ConfigError(f"train.checkpoint_every: {every} keeps epoch {missing}, which --from {source} did not "
+                              f"keep (it kept every {old.train.checkpoint_every}); use a multiple of "
+                              f"{old.train.checkpoint_every}")
     return cfg
 
 
@@ -105,8 +120,9 @@ def seed_longer_run(source: str | Path, cfg: RunConfig, out: str | Path) -> bool
         rundir.write_atomic(tmp / rundir.EPOCHS, "".join(json.dumps(r) + "\n" for r in epochs))
         sessions = rundir.read_metrics(source, rundir.SESSIONS)  # where the copied steps trained
         rundir.write_atomic(tmp / rundir.SESSIONS, "".join(json.dumps(r) + "\n" for r in sessions))
-        for s in rundir.checkpoint_steps(source):
-            if s < step or (s == step and epoch % tc.checkpoint_every == 0):
+        per_epoch = step // epoch if epoch else 1
+        for s in rundir.checkpoint_steps(source):  # step 0 and the epochs this run's cadence keeps
+            if s == 0 or (s <= step and (s // per_epoch) % tc.checkpoint_every == 0):
                 shutil.copy2(rundir.checkpoint_path(source, s), rundir.checkpoint_path(tmp, s))
         shutil.copy2(source / rundir.CKPT_DIR / rundir.RESUME, tmp / rundir.CKPT_DIR / rundir.RESUME)
         if (source / tracking.EVENTS).exists():
