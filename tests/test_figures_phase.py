@@ -301,3 +301,31 @@ def test_probe_curves_legend_wraps_long_run_labels_inside_the_figure():
         box = legend.get_window_extent(renderer)
         assert box.x0 >= 0 and box.x1 <= long.bbox.width
     plt.close(short), plt.close(long)
+
+
+def test_p1_curves_with_loss_adds_each_epochs_training_loss_under_the_accuracies(tmp_path):
+    from anchorlab.plotting.figures import plot_probe_curves
+
+    run = fake_run(tmp_path / "g08", 0.8, 1, CURVES[(0.8, 1)], done=True)
+    losses = {1: 4.1, 2: 3.2, 3: 2.5, 4: 0.9, 5: 0.02, 6: 0.3}  # a spike after the fit at epoch 6
+    (run / rundir.EPOCHS).write_text("".join(json.dumps({"epoch": e, "step": 10 * e, "train_loss": v}) + "\n"
+                                             for e, v in losses.items()))
+    rows = list(csv.DictReader(open(draw("p1-curves", [run], tmp_path / "o", loss=True).with_suffix(".csv"))))
+    assert [int(r["epoch"]) for r in rows] == [0, 1, 2, 3, 4, 5, 6]  # every trained epoch, in order
+    assert [r["train_loss"] for r in rows] == ["", *map(str, losses.values())]  # epoch 0 trained nothing
+    evals = {e: (i, t) for e, _, i, _, t, _ in CURVES[(0.8, 1)]}
+    for r in rows:
+        if int(r["epoch"]) in evals:
+            assert (float(r["inferential"]), float(r["seen_test"])) == evals[int(r["epoch"])]
+        else:
+            assert r["inferential"] == r["seen_test"] == "" and r["step"] == str(10 * int(r["epoch"]))
+        assert r["gamma"] == "0.8" and r["seed"] == "1" and r["status"] == "done"
+    plain = list(csv.DictReader(open(draw("p1-curves", [run], tmp_path / "p").with_suffix(".csv"))))
+    assert [int(r["epoch"]) for r in plain] == [0, 3, 6] and "train_loss" not in plain[0]  # without: unchanged
+
+    curve = {"group": "γ 0.8", "label": "seed 1", "epoch": [0, 3], "inferential": [0.1, 0.9], "symmetric": [0, 0],
+             "seen_test": [0.2, 1.0]}
+    fig = plot_probe_curves([{**curve, "loss_epoch": [1, 2, 3], "loss": [4.0, 1.0, 0.01]}])
+    top, bottom = fig.axes[:2]
+    assert bottom.get_yscale() == "log" and list(bottom.lines[0].get_ydata()) == [4.0, 1.0, 0.01]
+    assert top.get_yscale() == "linear" and len(plot_probe_curves([curve]).axes) == 1

@@ -218,12 +218,14 @@ def curve_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
 
 
 def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None,
-                keys: str = "both") -> list[list[dict[str, Any]]]:
+                keys: str = "both", losses: bool = False) -> list[list[dict[str, Any]]]:
     """:func:`curve_rows` per run (runs with no evaluation left out), so two runs of one name stay apart; each
     row also carries ``extra`` (column → logged key; None where not logged) and, as ``varied``, the config
     fields in which the runs differ beyond what the figure names (:func:`_varied`; also one column each).
     ``keys``: which inputs of the held-out pair the ``inferential`` and ``symmetric`` columns read
-    (:data:`PROBE_KEYS`)."""
+    (:data:`PROBE_KEYS`). ``losses``: every row also carries ``train_loss``, the mean training loss of its epoch
+    (``epochs.jsonl``; None at epoch 0), and each trained epoch without an evaluation gets a row of its own
+    (accuracies None), in epoch order."""
     curve_keys = _curve_keys(keys)
     found = [(d, cfg) for d in run_dirs if (cfg := _composite_config(d)) is not None]
     runs = []
@@ -241,6 +243,8 @@ def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None,
                  **{k: r[key] for k, key in CURVE_EXTRA_KEYS.items() if key in r},
                  **{k: r.get(key) for k, key in (extra or {}).items()}}
                 for r in rundir.read_metrics(d) if curve_keys["inferential"] in r]
+        if losses and rows:
+            rows = _with_epoch_losses(rows, head, rundir.read_metrics(d, rundir.EPOCHS))
         if rows:
             cooled = (head["cooldown_from"] is not None, head["cooldown_from"] or 0)  # a branch after its source
             runs.append(((head["model"], head["d_model"], head["gamma"], head["precision"], head["seed"], cooled,
@@ -248,9 +252,23 @@ def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None,
     return [rows for _, rows in sorted(runs, key=lambda kv: kv[0])]
 
 
+def _with_epoch_losses(rows: list[dict[str, Any]], head: dict[str, Any],
+                       epochs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (one run's evaluations, each starting with ``head``) with each epoch's training loss (``epochs``:
+    its ``epochs.jsonl``) as ``train_loss``, plus a row per trained epoch without an evaluation (``head``, the
+    epoch, its step and loss; every other column None), in epoch order."""
+    loss = {e["epoch"]: e for e in epochs}
+    evaluated = {r["epoch"] for r in rows}
+    out = [{**r, "train_loss": loss[r["epoch"]]["train_loss"] if r["epoch"] in loss else None} for r in rows]
+    out += [{**dict.fromkeys(rows[0]), **head, "epoch": e, "step": loss[e]["step"], "train_loss": loss[e]["train_loss"]}
+            for e in sorted(loss) if e not in evaluated]
+    return sorted(out, key=lambda r: r["epoch"])
+
+
 @figure("p1-curves", "runs", "P1 both sides over training: held-out-pair inferential (solid) and symmetric (dashed) "
         "accuracy and seen test accuracy per epoch, a panel per γ, a line per seed")
-def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, keys: str = "both") -> Path:
+def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, keys: str = "both",
+              loss: bool = False) -> Path:
     """Per run, from its ``metrics.jsonl`` only (unfinished runs up to their last evaluation): the held-out
     pair's inferential and symmetric accuracy, pooled over train- and test-type keys (``unseen_inferential_acc``
     / ``unseen_symmetric_acc``, the headline keys of p1-gamma and the demo's checks), and the seen pairs'
@@ -259,9 +277,13 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, key
     config field, such as the weight decay, are labelled with it and carry it as a CSV column), a line at ``threshold``
     (the demo's 0.9 bar). The CSV (one row per evaluation, :func:`curve_rows`) also carries the train-type-key
     values (``_xel``) that the paper-config replay tables (docs/p1_paper_vs_reference.md) compare with the
-    authors' log; ``keys`` = "train" or "test" draws one key type instead of the pooled values."""
+    authors' log; ``keys`` = "train" or "test" draws one key type instead of the pooled values.
+
+    ``loss``: a second row of panels with each run's training loss per epoch (``epochs.jsonl``, log scale), so
+    a loss spike after the fit can be set against the accuracies above it; the CSV then has a ``train_loss``
+    column and a row for every trained epoch (those without an evaluation have empty accuracies)."""
     probe_suffix("p1-curves", keys)
-    runs = _curve_runs([Path(d) for d in run_dirs], keys=keys)
+    runs = _curve_runs([Path(d) for d in run_dirs], keys=keys, losses=loss)
     if not runs:
         raise ConfigError("figure p1-curves: needs composite-task (P1) runs with at least one evaluation")
     mixed_precision = len({rows[0]["precision"] for rows in runs}) > 1  # then fp32 and bf16 get their own panels
@@ -273,12 +295,21 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, key
         curves.append({"group": group + (f", {r['precision']}" if mixed_precision else ""),
                        "label": f"seed {r['seed']}" + (f", {r['varied']}" if r["varied"] else "")
                                 + ("" if r["cooldown_from"] is None else f", cooled from epoch {r['cooldown_from']:g}"),
-                       "epoch": [e["epoch"] for e in rows],
-                       **{k: [float("nan") if e[k] is None else float(e[k]) for e in rows] for k in CURVE_KEYS}})
+                       **_series(rows, CURVE_KEYS),
+                       **({"loss_epoch": [e["epoch"] for e in rows if e["train_loss"] is not None],
+                           "loss": [float(e["train_loss"]) for e in rows if e["train_loss"] is not None]}
+                          if loss else {})})
     pairs = " / ".join(sorted({rows[0]["pair"] for rows in runs}))
     fig = plot_probe_curves(curves, pair=pairs, threshold=threshold,
                             title=f"P1: held-out pair {pairs} during training ({KEYS_NAMES[keys]})")
     return save_figure(fig, [r for rows in runs for r in rows], Path(out), "p1-curves")
+
+
+def _series(rows: list[dict[str, Any]], keys: dict[str, str]) -> dict[str, list[float]]:
+    """``epoch`` and each of ``keys`` over the rows that hold an evaluation (a missing value: NaN)."""
+    evals = [e for e in rows if any(e[k] is not None for k in keys)]
+    return {"epoch": [e["epoch"] for e in evals],
+            **{k: [float("nan") if e[k] is None else float(e[k]) for e in evals] for k in keys}}
 
 
 def _fig2_line(rows: list[dict[str, Any]], axis: str, out: Path, use_best_epoch: bool, keys: str) -> Path:

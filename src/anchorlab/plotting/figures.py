@@ -54,15 +54,18 @@ def plot_probe_curves(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", thr
     dashed, seen pairs' test keys dash-dot grey), the run is the marker; ``threshold`` is a thin black line.
 
     Each curve: ``{"group": panel title, "label": e.g. "seed 1", "epoch": [...], "inferential": [...],
-    "symmetric": [...], "seen_test": [...]}``."""
+    "symmetric": [...], "seen_test": [...]}``; where curves also carry ``"loss_epoch"`` and ``"loss"``, a second
+    row of panels draws that training loss per epoch on a log scale, one line per run, under its group."""
     groups = list(dict.fromkeys(c["group"] for c in curves))
+    losses = any("loss" in c for c in curves)
     labels = list(dict.fromkeys(c["label"] for c in curves))
     kinds = (("inferential", "-", 1.4, f"inferential {pair} → x−10" if pair == "(4,3)" else f"inferential {pair}"),
              ("symmetric", "--", 1.4, f"symmetric {pair} → x−6" if pair == "(4,3)" else f"symmetric {pair}"),
              ("seen_test", "-.", 1.0, "seen pairs, test keys"))
     with style():
-        fig, axes = plt.subplots(1, len(groups), figsize=(max(3.6 * len(groups), 6.4), 3.4), sharey=True,
-                                 squeeze=False)
+        fig, axes = plt.subplots(2 if losses else 1, len(groups), figsize=(max(3.6 * len(groups), 6.4),
+                                 5.3 if losses else 3.4), sharey="row", sharex="col", squeeze=False,
+                                 gridspec_kw={"height_ratios": [3, 1.7]} if losses else None)
         for ax, g in zip(axes[0], groups):
             for c in (c for c in curves if c["group"] == g):
                 marker = SEED_MARKERS[labels.index(c["label"]) % len(SEED_MARKERS)]
@@ -72,9 +75,18 @@ def plot_probe_curves(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", thr
             ax.axhline(threshold, color="black", lw=0.7, alpha=0.6)
             ax.set_title(g, fontsize=8.5)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_xlabel("epoch")
             ax.set_ylim(-0.03, 1.03)
+        for ax, g in zip(axes[1] if losses else (), groups):
+            for c in (c for c in curves if c["group"] == g and c.get("loss")):
+                marker = SEED_MARKERS[labels.index(c["label"]) % len(SEED_MARKERS)]
+                ax.plot(c["loss_epoch"], c["loss"], color="#333333", lw=0.9, marker=marker, ms=2.5,
+                        markerfacecolor="white", markeredgewidth=0.6, markevery=max(1, len(c["loss"]) // 25))
+            ax.set_yscale("log")
+        for ax in axes[-1]:
+            ax.set_xlabel("epoch")
         axes[0][0].set_ylabel("accuracy")
+        if losses:
+            axes[1][0].set_ylabel("train loss")
         # two legend rows under the panels: the kinds of answer (and the threshold), then the runs' markers
         kind_handles = [Line2D([], [], color=COLORS[k], ls=ls, lw=lw, label=name) for k, ls, lw, name in kinds]
         kind_handles.append(Line2D([], [], color="black", lw=0.7, alpha=0.6, label=f"{threshold:g}"))
