@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--out", default="", help="also write the result as JSON here")
     a = p.parse_args(argv)
 
+    from typing import Any
+
     import torch
 
     from anchorlab.config import load_config
@@ -49,7 +51,8 @@ def main(argv: list[str] | None = None) -> dict:
     x, y = torch.from_numpy(data.inputs)[rows], torch.from_numpy(data.targets)[rows]
     model = build_initialized_model(cfg, data.vocab_size)
     opt = make_optimizer(model, cfg.train, torch.device("cpu"))
-    attn = model.blocks[-1].attn
+    blocks: Any = model.blocks  # a GPT's (build_initialized_model of a P1 config)
+    attn = blocks[-1].attn
     share: list[float] = []
     if a.sharpness > 0:
         def sharpen(_module, _inputs, scores):

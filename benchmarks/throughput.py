@@ -286,15 +286,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         measures.append(("b_hf_gpt2", lambda: seq_per_s(trainer_loop(hf, cfg, x, y, device, steps, warmup, False,
                                                                      None, hf=True)),
                          "fp32", counted_hf_flops(hf, x[:B], y[:B]), 1))
+    def ours(prune: bool, amp: torch.dtype | None) -> Callable[[], float]:
+        return lambda: seq_per_s(trainer_loop(build_initialized_model(cfg, V).to(device), cfg, x, y, device, steps,
+                                              warmup, prune, amp))
+
+    def batched(amp: torch.dtype | None) -> Callable[[], float]:
+        return lambda: seq_per_s(batched_loop(cfg, args.k, x, y, V, device, max(2, steps // 2), 1, amp), args.k)
+
     for name, prune, amp in (("c_trainer_unpruned_fp32", False, None), ("c_trainer_pruned_fp32", True, None),
                              ("c_trainer_pruned_bf16", True, bf16)):
-        measures.append((name, lambda prune=prune, amp=amp: seq_per_s(trainer_loop(
-            build_initialized_model(cfg, V).to(device), cfg, x, y, device, steps, warmup, prune, amp)),
-            "bf16" if amp else "fp32", flops["train_pruned" if prune else "train_unpruned"], 1))
+        measures.append((name, ours(prune, amp), "bf16" if amp else "fp32",
+                         flops["train_pruned" if prune else "train_unpruned"], 1))
     for name, amp in ((f"d_batched_k{args.k}_fp32", None), (f"d_batched_k{args.k}_bf16", bf16)):
-        measures.append((name, lambda amp=amp: seq_per_s(
-            batched_loop(cfg, args.k, x, y, V, device, max(2, steps // 2), 1, amp), args.k),
-            "bf16" if amp else "fp32", flops["train_pruned"], 1))
+        measures.append((name, batched(amp), "bf16" if amp else "fp32", flops["train_pruned"], 1))
     if args.processes and device.type == "cpu":
         measures.append((f"e_processes{args.processes}_pruned_fp32",
                          lambda: processes_loop(args.config, args.set, args.processes, steps, warmup),
@@ -314,9 +318,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     base_a = rows["a_naive_dataloader"]["seq_per_s"]
     base_b = rows["b_hf_gpt2"]["seq_per_s"] if "b_hf_gpt2" in rows else None
-    for r in rows.values():
-        r["vs_naive"] = r["seq_per_s"] / base_a
-        r["vs_hf_gpt2"] = r["seq_per_s"] / base_b if base_b else None
+    for row in rows.values():
+        row["vs_naive"] = row["seq_per_s"] / base_a
+        row["vs_hf_gpt2"] = row["seq_per_s"] / base_b if base_b else None
     result = {
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": os.cpu_count(),
                     "torch": torch.__version__, "device": str(device), "threads": args.threads,
