@@ -41,6 +41,7 @@ def test_both_sides_entry_runs_the_paper_config_sweep_and_draws_the_curves():
     rep = load_registry()["p1-both-sides"]
     assert [p.name for p in rep.sweeps] == ["p1_both_sides.toml"] and rep.paper == rep.sweeps
     assert [f.name for f in rep.figures] == ["p1-curves", "p1-gamma", "p1-keys"]
+    assert rep.figures[0].options == {"loss": True}  # the training loss under the accuracies: post-fit spikes show
     assert not any(f.select for f in rep.figures)
     assert FIGURES["p1-curves"].sources == "runs" and rep.minutes is not None and rep.minutes > 600
     assert len(load_sweep(rep.sweeps[0]).configs()) == 6
