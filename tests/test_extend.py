@@ -163,3 +163,26 @@ def test_a_cadence_needing_a_checkpoint_the_source_did_not_keep_is_one_line_exit
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "train.checkpoint_every: 1 keeps epoch 1" in err and "multiple of 2" in err
     assert not out.exists()
+
+
+def test_resume_trains_an_unfinished_run_on_from_its_own_config(runs, tmp_path, capsys):
+    """`anchorlab train --resume RUN_DIR`: the run's own config.json, into that directory, from its last epoch; it
+    ends as the uninterrupted run. Execution fields may change; anything else is one line, exit 2, nothing written."""
+    root, _ = runs
+    cfg = longer_config(root / "short", ["train.epochs=5"])
+    assert seed_longer_run(root / "short", cfg, tmp_path / "r")  # an unfinished run: trained to epoch 3 of 5
+    before = _snapshot(tmp_path / "r")
+    for extra, field in ((["--set", "init.gamma=0.9"], "init.gamma"), (["--out", str(tmp_path / "o")], "--out"),
+                         ([str(tmp_path / "c.toml")], "a config")):
+        assert main(["train", "--resume", str(tmp_path / "r"), *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and field in err and "Traceback" not in err
+    assert main(["train", "--resume", str(tmp_path / "nothing")]) == 2
+    assert "--resume" in capsys.readouterr().err
+    assert _snapshot(tmp_path / "r") == before and not (tmp_path / "o").exists()
+    assert main(["train", "--resume", str(tmp_path / "r"), "--set", "train.threads=1"]) == 0
+    assert rundir.read_metrics(tmp_path / "r") == rundir.read_metrics(root / "full")
+    a, b = rundir.load_checkpoint(tmp_path / "r"), rundir.load_checkpoint(root / "full")
+    assert all(torch.equal(a[k], b[k]) for k in b)
+    assert main(["train", "--resume", str(tmp_path / "r")]) == 0  # finished: a no-op that prints its line
+    assert f"run {tmp_path / 'r'}: " in capsys.readouterr().out

@@ -48,6 +48,8 @@ def _train(a: argparse.Namespace) -> int:  # `train`, `lm` and `seq2seq`: one ru
     from anchorlab.sweep import check_out_dir
 
     source = getattr(a, "from_run", None)
+    if a.resume is not None:  # the run directory's own config, into that directory
+        return _resume(a)
     if a.config is None and not a.set and source is None:  # never start the day-long paper-scale default by accident
         a.parser.print_help()
         return 2
@@ -64,6 +66,30 @@ def _train(a: argparse.Namespace) -> int:  # `train`, `lm` and `seq2seq`: one ru
     if source is not None:
         seed_longer_run(source, cfg, out)
     print(f"run {out}: " + kind.get("summary_line")(cfg, kind.get("train")(cfg, out)))
+    return 0
+
+
+def _resume(a: argparse.Namespace) -> int:
+    """``--resume RUN_DIR``: train the run in RUN_DIR (of any kind) on from its last epoch with the config its
+    config.json holds; ``--set`` may change execution fields only (threads, device), which the directory check
+    enforces. A finished run is a no-op that prints its line."""
+    from anchorlab import rundir
+    from anchorlab.config_tools import set_dotted
+    from anchorlab.kinds import kind_of
+
+    run_dir = Path(a.resume)
+    given = (("a config", a.config), ("--out", a.out), ("--from", getattr(a, "from_run", None)))
+    extra = [flag for flag, value in given if value is not None]
+    if extra:
+        raise ConfigError(f"--resume: trains RUN_DIR's own config into RUN_DIR; give no {' or '.join(extra)}")
+    if not (run_dir / rundir.CONFIG).is_file():
+        raise ConfigError(f"--resume: {run_dir} is not a run directory (no {rundir.CONFIG})")
+    kind = kind_of(stored := rundir.read_config(run_dir))
+    d = stored.to_dict()
+    for item in a.set:
+        set_dotted(d, *parse_override(item))
+    cfg = kind.get("from_dict")(d)
+    print(f"run {run_dir}: " + kind.get("summary_line")(cfg, kind.get("train")(cfg, run_dir)))
     return 0
 
 
@@ -169,6 +195,8 @@ def arg(*flags: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
 SET = arg("--set", action="append", default=[], metavar="KEY=VALUE",
           help="dotted override (e.g. init.gamma=0.8; seed=N sets the data, init and batch-order seeds)")
 OUT = arg("--out", help="run directory (default runs/<run id>)")
+RESUME = arg("--resume", metavar="RUN_DIR", help="train the unfinished run in RUN_DIR on from its last epoch, with the "
+             "config its config.json holds (no config, --out or --from; --set only for threads or device)")
 BACKEND = {"choices": ("local", "process", "ray"), "help": "local: this process; process: 1-thread worker "
            "processes; ray: one Ray task per run (pip install 'anchorlab[ray]')"}
 DRY = arg("--dry-run", action="store_true", help="print every run (done / partial / new); run nothing")
@@ -178,13 +206,13 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         OUT, arg("--from", dest="from_run", metavar="RUN_DIR", help="train that run further (--set "
                  "train.epochs=N, and optionally train.cooldown_epochs=D or another schedule that leaves its trained "
                  "steps' rates alone, or a sparser train.checkpoint_every): a new run directory seeded from its "
-                 "files; it ends as that config from step 0 would")]),
+                 "files; it ends as that config from step 0 would"), RESUME]),
     "lm": (_train, "train a γ-initialized GPT-2 on PrOntoQA + stories (P2 Fig. 1/7, P1 Fig. 7)", [
         arg("config", nargs="?", help="TOML LM config (configs/text/); --set alone: the paper-scale defaults"), SET,
-        OUT]),
+        OUT, RESUME]),
     "seq2seq": (_train, "train a decoder on a P1 real task: SCAN, COGS (Fig. 6) or addition (Fig. 17a)", [
         arg("config", nargs="?", help="TOML real-task config (configs/real/); --set alone: the paper-scale defaults"),
-        SET, OUT]),
+        SET, OUT, RESUME]),
     "data": (_data, "generate a task's dataset to .npz", [
         arg("config", nargs="?", help="TOML run config (default: the paper's P1 task)"), SET,
         arg("--out", required=True, help="output .npz file")]),

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# P1's own protocol at one of its grid rates, on a 2-core CPU (issue 16): the paper config (configs/p1/cbook.toml)
+# at peak rate 3e-4 (train.lr_multiplier 30, the top of P1's grid), both ends of the γ line (γ 1.2 small init,
+# γ 0.3 large init) × our data seeds 1-3, trained to epoch 210 (P1 reads the end of its 210-epoch schedule;
+# arXiv 2405.05409 §3.5, App. A), bf16, evaluated every 3 epochs. Results: docs/p1_frontier.md, "Training on past
+# epoch 27 at the top rate".
+#
+# One one-thread trainer per core (SLOTS, default 2), in the order below; each run resumes from its last epoch and
+# a finished run is skipped, so the same command continues the queue in every session:
+#   nohup bash experiments/cpu_p1_m30_e210.sh >> runs/cpu_p1_m30_e210.log 2>&1 &
+# Where this machine has the shorter runs these continue (runs/p1_levers_cpu/lr_m30_g1.2_sN_bf16_e39 or
+# ..._bf16 for seed 3), a run is their continuation (`anchorlab train --from`, which is exactly the 210-epoch run
+# from step 0); elsewhere it is trained from step 0. Checkpoints every 3 epochs (11 MB each at this size); a
+# continuation already started keeps its source's cadence.
+# Cost: ~1.6 steps/s per trainer on the 2-core AMD EPYC VM, 77,700 steps and 71 evaluations of 900,000 rows
+# (~1 min each) a run: ~14 h a run from step 0, ~84 core-hours for the six.
+# Each run's progress bar goes to runs/p1_levers_cpu/NAME.log. Set SLOTS, PY (default .venv/bin/anchorlab).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+SLOTS=${SLOTS:-2}
+ANCHORLAB=${ANCHORLAB:-.venv/bin/anchorlab}
+ROOT=runs/p1_levers_cpu
+export OMP_WAIT_POLICY=PASSIVE
+
+train_one() {  # γ seed
+    local gamma=$1 seed=$2 out="$ROOT/lr_m30_g$1_s$2_bf16_e210" from=""
+    for src in "$ROOT/lr_m30_g$1_s$2_bf16_e39" "$ROOT/lr_m30_g$1_s$2_bf16"; do
+        [ -f "$src/config.json" ] && { from=$src; break; }
+    done
+    mkdir -p "$ROOT"
+    echo "$(date -u +%FT%TZ) start γ $gamma seed $seed -> $out${from:+ (from $from)}"
+    if [ -f "$out/config.json" ] && [ -z "$from" ]; then from=""; fi
+    if [ -n "$from" ] && { [ ! -f "$out/config.json" ] || grep -q '"epochs": 210' "$out/config.json"; } \
+            && [ "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['train']['epochs'])" \
+                    "$from/config.json")" -lt 210 ] && ! { [ -f "$out/config.json" ] && [ ! -d "$from" ]; }; then
+        cadence=()
+        [ -f "$out/config.json" ] || cadence=(--set train.checkpoint_every=3)
+        "$ANCHORLAB" train --from "$from" --set train.epochs=210 "${cadence[@]}" --out "$out" \
+            >> "$ROOT/$(basename "$out").log" 2>&1
+    else
+        "$ANCHORLAB" train configs/p1/cbook.toml --set train.epochs=210 --set train.eval_every=3 \
+            --set train.checkpoint_every=3 --set train.precision=bf16 --set "init.gamma=$gamma" \
+            --set train.lr_multiplier=30 --set "seed=$seed" --set train.threads=1 --out "$out" \
+            >> "$ROOT/$(basename "$out").log" 2>&1
+    fi
+    echo "$(date -u +%FT%TZ) end γ $gamma seed $seed: rc $?"
+}
+export -f train_one
+export ROOT ANCHORLAB
+
+printf '%s\n' "1.2 2" "1.2 1" "0.3 1" "1.2 3" "0.3 2" "0.3 3" \
+    | xargs -P "$SLOTS" -L 1 bash -c 'train_one "$0" "$1"'
