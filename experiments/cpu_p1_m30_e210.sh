@@ -10,40 +10,39 @@
 #   nohup bash experiments/cpu_p1_m30_e210.sh >> runs/cpu_p1_m30_e210.log 2>&1 &
 # Where this machine has the shorter runs these continue (runs/p1_levers_cpu/lr_m30_g1.2_sN_bf16_e39 or
 # ..._bf16 for seed 3), a run is their continuation (`anchorlab train --from`, which is exactly the 210-epoch run
-# from step 0); elsewhere it is trained from step 0. Checkpoints every 3 epochs (11 MB each at this size); a
-# continuation already started keeps its source's cadence.
+# from step 0); elsewhere it is trained from step 0. Checkpoints every 3 epochs (11 MB each at this size); a run
+# already started keeps the cadence it started with (`anchorlab train --resume`).
 # Cost: ~1.6 steps/s per trainer on the 2-core AMD EPYC VM, 77,700 steps and 71 evaluations of 900,000 rows
 # (~1 min each) a run: ~14 h a run from step 0, ~84 core-hours for the six.
-# Each run's progress bar goes to runs/p1_levers_cpu/NAME.log. Set SLOTS, PY (default .venv/bin/anchorlab).
+# Each run's progress bar goes to runs/p1_levers_cpu/NAME.log. Set SLOTS, ANCHORLAB (default .venv/bin/anchorlab).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SLOTS=${SLOTS:-2}
 ANCHORLAB=${ANCHORLAB:-.venv/bin/anchorlab}
-ROOT=runs/p1_levers_cpu
+ROOT=${ROOT:-runs/p1_levers_cpu}
 export OMP_WAIT_POLICY=PASSIVE
 
-train_one() {  # γ seed
-    local gamma=$1 seed=$2 out="$ROOT/lr_m30_g$1_s$2_bf16_e210" from=""
-    for src in "$ROOT/lr_m30_g$1_s$2_bf16_e39" "$ROOT/lr_m30_g$1_s$2_bf16"; do
-        [ -f "$src/config.json" ] && { from=$src; break; }
-    done
+train_one() {  # γ seed: resume the run, or start it (from a shorter run of it where this machine has one)
+    local gamma=$1 seed=$2 out="$ROOT/lr_m30_g$1_s$2_bf16_e210" src
+    local log="$ROOT/lr_m30_g$1_s$2_bf16_e210.log"
     mkdir -p "$ROOT"
-    echo "$(date -u +%FT%TZ) start γ $gamma seed $seed -> $out${from:+ (from $from)}"
-    if [ -f "$out/config.json" ] && [ -z "$from" ]; then from=""; fi
-    if [ -n "$from" ] && { [ ! -f "$out/config.json" ] || grep -q '"epochs": 210' "$out/config.json"; } \
-            && [ "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['train']['epochs'])" \
-                    "$from/config.json")" -lt 210 ] && ! { [ -f "$out/config.json" ] && [ ! -d "$from" ]; }; then
-        cadence=()
-        [ -f "$out/config.json" ] || cadence=(--set train.checkpoint_every=3)
-        "$ANCHORLAB" train --from "$from" --set train.epochs=210 "${cadence[@]}" --out "$out" \
-            >> "$ROOT/$(basename "$out").log" 2>&1
+    echo "$(date -u +%FT%TZ) γ $gamma seed $seed -> $out"
+    if [ -f "$out/config.json" ]; then
+        "$ANCHORLAB" train --resume "$out" >> "$log" 2>&1
     else
-        "$ANCHORLAB" train configs/p1/cbook.toml --set train.epochs=210 --set train.eval_every=3 \
-            --set train.checkpoint_every=3 --set train.precision=bf16 --set "init.gamma=$gamma" \
-            --set train.lr_multiplier=30 --set "seed=$seed" --set train.threads=1 --out "$out" \
-            >> "$ROOT/$(basename "$out").log" 2>&1
+        for src in "$ROOT/lr_m30_g$1_s$2_bf16_e39" "$ROOT/lr_m30_g$1_s$2_bf16" ""; do
+            [ -z "$src" ] || [ -f "$src/config.json" ] && break
+        done
+        if [ -n "$src" ]; then
+            "$ANCHORLAB" train --from "$src" --set train.epochs=210 --set train.checkpoint_every=3 --out "$out" \
+                >> "$log" 2>&1
+        else
+            "$ANCHORLAB" train configs/p1/cbook.toml --set train.epochs=210 --set train.eval_every=3 \
+                --set train.checkpoint_every=3 --set train.precision=bf16 --set "init.gamma=$gamma" \
+                --set train.lr_multiplier=30 --set "seed=$seed" --set train.threads=1 --out "$out" >> "$log" 2>&1
+        fi
     fi
-    echo "$(date -u +%FT%TZ) end γ $gamma seed $seed: rc $?"
+    echo "$(date -u +%FT%TZ) γ $gamma seed $seed: exit $?"
 }
 export -f train_one
 export ROOT ANCHORLAB
