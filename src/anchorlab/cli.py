@@ -71,11 +71,11 @@ def _train(a: argparse.Namespace) -> int:  # `train`, `lm` and `seq2seq`: one ru
 
 def _resume(a: argparse.Namespace) -> int:
     """``--resume RUN_DIR``: train the run in RUN_DIR (of any kind) on from its last epoch with the config its
-    config.json holds; ``--set`` may change execution fields only (threads, device), which the directory check
-    enforces. A finished run is a no-op that prints its line."""
+    config.json holds; ``--set`` may change its execution fields only (train.threads). A finished run is a no-op
+    that prints its line."""
     from anchorlab import rundir
-    from anchorlab.config_tools import set_dotted
-    from anchorlab.kinds import kind_of
+    from anchorlab.config_tools import execution_fields
+    from anchorlab.kinds import kind_of, with_overrides
 
     run_dir = Path(a.resume)
     given = (("a config", a.config), ("--out", a.out), ("--from", getattr(a, "from_run", None)))
@@ -84,11 +84,13 @@ def _resume(a: argparse.Namespace) -> int:
         raise ConfigError(f"--resume: trains RUN_DIR's own config into RUN_DIR; give no {' or '.join(extra)}")
     if not (run_dir / rundir.CONFIG).is_file():
         raise ConfigError(f"--resume: {run_dir} is not a run directory (no {rundir.CONFIG})")
-    kind = kind_of(stored := rundir.read_config(run_dir))
-    d = stored.to_dict()
-    for item in a.set:
-        set_dotted(d, *parse_override(item))
-    cfg = kind.get("from_dict")(d)
+    stored = rundir.read_config(run_dir)
+    cfg = with_overrides(stored, a.set)
+    if not rundir.same_run(stored.to_dict(), cfg):
+        diff = rundir.first_difference(rundir.identity(stored.to_dict(), cfg), rundir.identity(cfg.to_dict(), cfg))
+        raise ConfigError(f"{diff}: --resume trains the run's own config; --set may change only "
+                          f"{', '.join(execution_fields(type(cfg)))}")
+    kind = kind_of(cfg)
     print(f"run {run_dir}: " + kind.get("summary_line")(cfg, kind.get("train")(cfg, run_dir)))
     return 0
 
@@ -196,7 +198,7 @@ SET = arg("--set", action="append", default=[], metavar="KEY=VALUE",
           help="dotted override (e.g. init.gamma=0.8; seed=N sets the data, init and batch-order seeds)")
 OUT = arg("--out", help="run directory (default runs/<run id>)")
 RESUME = arg("--resume", metavar="RUN_DIR", help="train the unfinished run in RUN_DIR on from its last epoch, with the "
-             "config its config.json holds (no config, --out or --from; --set only for threads or device)")
+             "config its config.json holds (no config, --out or --from; --set only for train.threads)")
 BACKEND = {"choices": ("local", "process", "ray"), "help": "local: this process; process: 1-thread worker "
            "processes; ray: one Ray task per run (pip install 'anchorlab[ray]')"}
 DRY = arg("--dry-run", action="store_true", help="print every run (done / partial / new); run nothing")

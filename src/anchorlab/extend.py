@@ -34,8 +34,8 @@ import tempfile
 from pathlib import Path
 
 from anchorlab import rundir, tracking
-from anchorlab.config import ConfigError, RunConfig, from_dict
-from anchorlab.config_tools import parse_override, set_dotted
+from anchorlab.config import ConfigError, RunConfig
+from anchorlab.kinds import with_overrides
 from anchorlab.schedule import lr_at
 
 # The fields a run seeded from another may change: its length and its learning rate's shape. A change passes
@@ -58,10 +58,7 @@ def longer_config(source: str | Path, overrides: list[str] | tuple[str, ...]) ->
     if not isinstance(old, RunConfig):
         raise ConfigError(f"--from: {source} is not an anchor-task run (only those can be extended: a language "
                           f"run's schedule depends on its length)")
-    d = old.to_dict()
-    for item in overrides:
-        set_dotted(d, *parse_override(item))
-    cfg = from_dict(d)
+    cfg: RunConfig = with_overrides(old, overrides)
     same_schedule = cfg.replace(**{f"train.{f}": getattr(old.train, f) for f in SCHEDULE_FIELDS + KEPT_FIELDS})
     if not rundir.same_run(old.to_dict(), same_schedule):
         diff = rundir.first_difference(rundir.identity(old.to_dict(), old),

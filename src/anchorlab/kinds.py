@@ -105,6 +105,16 @@ def kind_of(cfg: Any) -> RunKind:
     return KINDS[type(cfg).kind]
 
 
+def with_overrides(cfg: Any, overrides: list[str] | tuple[str, ...]) -> Any:
+    """``cfg`` with dotted ``KEY=VALUE`` overrides (``--set``) applied, validated as a config of its kind."""
+    from anchorlab.config_tools import parse_override, set_dotted
+
+    d = cfg.to_dict()
+    for item in overrides:
+        set_dotted(d, *parse_override(item))
+    return kind_of(cfg).get("from_dict")(d)
+
+
 def config_from_data(config: dict[str, Any]) -> Any:
     """A validated config of the right kind from plain data (old field names included)."""
     return kind_of_data(config).get("from_dict")(config)
