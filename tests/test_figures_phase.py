@@ -111,6 +111,8 @@ def test_p1_gamma_best_of_seed_is_p1s_best_over_each_seeds_runs(tmp_path):
     best = rows[(1.2, 1)]
     assert (float(best["inferential"]), float(best["symmetric"]), float(best["seen_test"])) == (0.92, 0.40, 0.99)
     assert (best["n_runs"], best["best_inferential_run"], best["best_symmetric_run"]) == ("2", "b", "a")
+    # the seen test of the run that gave each best, not the seed's best seen test (0.99 is run a's)
+    assert (float(best["seen_test_best_inferential"]), float(best["seen_test_best_symmetric"])) == (0.95, 0.99)
     assert rows[(1.2, 2)]["n_runs"] == "1" and float(rows[(1.2, 2)]["inferential"]) == 0.5
     with pytest.raises(ConfigError, match=r"option best_of_seed: true or false, not 'maybe'"):  # and nothing drawn
         draw("p1-gamma", runs, tmp_path / "o3", best_of_seed="maybe")
@@ -329,3 +331,18 @@ def test_p1_curves_with_loss_adds_each_epochs_training_loss_under_the_accuracies
     top, bottom = fig.axes[:2]
     assert bottom.get_yscale() == "log" and list(bottom.lines[0].get_ydata()) == [4.0, 1.0, 0.01]
     assert top.get_yscale() == "linear" and len(plot_probe_curves([curve]).axes) == 1
+
+
+def test_p1_gamma_title_stays_inside_a_narrow_figure():
+    """Two γ make a narrow figure; P1's best-over-runs title is longer than its axes, and is wrapped rather than
+    cut at the figure's left edge (as it was before the wrap)."""
+    from anchorlab.plotting.figures import plot_gamma_comparison
+
+    rows = [{"gamma": g, "inferential": 0.5, "symmetric": 0.5, "std": 0.1, "model": "Transformer 2L"}
+            for g in (0.3, 1.2)]
+    title = "P1: held-out pair (4,3) per γ, best over each seed's runs (P1 §4; bars: mean over seeds)"
+    fig = plot_gamma_comparison(rows, title=title)
+    fig.canvas.draw()
+    box, page = fig.axes[0].title.get_window_extent(), fig.bbox
+    assert page.x0 <= box.x0 and box.x1 <= page.x1
+    assert fig.axes[0].get_title().replace("\n", " ") == title

@@ -143,7 +143,9 @@ def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = 
 def best_per_seed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """P1's statistic (arXiv 2405.05409 §4: "for each seed ... the highest accuracy over" the learning rates):
     one row per (model, pair, γ, seed) of ``gamma_rows``, each accuracy the highest over that cell's runs (taken
-    separately, as P1 does for the two mappings), with ``n_runs`` and the run that gave each best."""
+    separately, as P1 does for the two mappings), with ``n_runs``, the run that gave each best and that run's
+    own seen-pair test accuracy (``seen_test_best_inferential`` / ``_symmetric``: does the best run also
+    generalise on the seen pairs, P1's 0.9 shading, rather than another of the seed's runs)."""
     cells: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
         cells.setdefault((r["model"], r["pair"], r["gamma"], r["seed"]), []).append(r)
@@ -156,7 +158,9 @@ def best_per_seed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "status": "done" if all(r["status"] == "done" for r in group) else "unfinished", "pair": pair,
                     "keys": group[0].get("keys", "both"), "evaluation": group[0].get("evaluation", "last"),
                     "best_inferential_run": best["inferential"]["run_id"],
-                    "best_symmetric_run": best["symmetric"]["run_id"]})
+                    "best_symmetric_run": best["symmetric"]["run_id"],
+                    "seen_test_best_inferential": best["inferential"]["seen_test"],
+                    "seen_test_best_symmetric": best["symmetric"]["seen_test"]})
     return out
 
 

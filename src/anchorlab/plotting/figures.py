@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -184,7 +185,9 @@ def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", t
         ax.set_ylabel(f"fraction of {pair} inputs")
         ax.set_xlabel(xlabel)
         ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, labelspacing=1.2)
-        ax.set_title(title or f"P1: held-out pair {pair} per {x_name} (bars: mean over {dots}s)", fontsize=9)
+        title = title or f"P1: held-out pair {pair} per {x_name} (bars: mean over {dots}s)"
+        # wrapped to the axes' width (~11 characters an inch at this size), so a narrow figure does not cut it
+        ax.set_title(textwrap.fill(title, width=max(40, int(11 * (fig.get_figwidth() - 2.6)))), fontsize=9)
         fig.tight_layout()
     return fig
 
