@@ -119,7 +119,7 @@ def test_frontier_sweeps_keep_the_paper_wq_std_at_their_adjusted_gamma(name):
 
 
 def test_both_sides_sweep_is_the_paper_config_at_two_gammas_and_three_seeds():
-    """configs/sweeps/p1_both_sides.toml (`anchorlab reproduce p1-both-sides`): configs/p1/cbook.toml itself at
+    """configs/sweeps/p1_both_sides.toml (`anchorlab reproduce p1-both-sides-m20`): configs/p1/cbook.toml itself at
     γ 0.5 and 0.8 × seeds 1-3 (data, init and order), fp32, 27 epochs, evaluated every 3; nothing else moved."""
     from anchorlab.sweep import load_sweep
 
@@ -137,6 +137,33 @@ def test_both_sides_sweep_is_the_paper_config_at_two_gammas_and_three_seeds():
                 "init.gamma": cbook.init.gamma,
                 **{f"seeds.{k}": getattr(cbook.seeds, k) for k in ("data_seed", "init_seed", "train_seed")}}
         assert c.replace(**back) == cbook  # only the epochs, kept checkpoints, γ and seeds differ from cbook.toml
+
+
+def test_ends_rates_sweep_is_p1s_nine_rates_at_two_gammas_and_three_seeds():
+    """configs/sweeps/p1_ends_rates.toml (`anchorlab reproduce p1-both-sides`): configs/p1/cbook.toml itself at
+    γ 0.3 and 1.2 × P1's 9 peak learning rates (arXiv 2405.05409 §4: 9 rates uniform in [1e-4, 3e-4], i.e.
+    1e-5 × m, m = 10, 12.5, ..., 30) × seeds 1-3, bf16, 27 epochs evaluated every 3; nothing else moved."""
+    from anchorlab.schedule import lr_at
+    from anchorlab.sweep import load_sweep
+
+    cbook = load_config(CONFIGS / "p1" / "cbook.toml")
+    configs = load_sweep(CONFIGS / "sweeps" / "p1_ends_rates.toml").configs()
+    rates = [10.0, 12.5, 15.0, 17.5, 20.0, 22.5, 25.0, 27.5, 30.0]
+    assert sorted((p["init.gamma"], p["train.lr_multiplier"], p["seed"]) for p, _ in configs) == [
+        (g, m, s) for g in (0.3, 1.2) for m in rates for s in (1, 2, 3)]
+    for point, c in configs:
+        t = c.train
+        assert (t.precision, t.epochs, t.eval_every, t.checkpoint_every) == ("bf16", 27, 3, 3)
+        assert (c.seeds.data_seed, c.seeds.init_seed, c.seeds.train_seed) == (point["seed"],) * 3
+        assert c.model == cbook.model and c.task == cbook.task
+        peak = lr_at(10 * 370, t, 370)  # the end of the 10-epoch warm-up (370 steps an epoch)
+        assert peak == pytest.approx(1e-5 * point["train.lr_multiplier"], rel=1e-9)
+        assert 1e-4 - 1e-12 <= peak <= 3e-4 + 1e-12
+        back = {"train.epochs": cbook.train.epochs, "train.checkpoint_every": cbook.train.checkpoint_every,
+                "train.precision": cbook.train.precision, "train.lr_multiplier": cbook.train.lr_multiplier,
+                "init.gamma": cbook.init.gamma,
+                **{f"seeds.{k}": getattr(cbook.seeds, k) for k in ("data_seed", "init_seed", "train_seed")}}
+        assert c.replace(**back) == cbook
 
 
 def test_reference_parts_pick_what_comes_from_the_file(tmp_path, monkeypatch):

@@ -34,15 +34,28 @@ def test_shipped_registry_every_sweep_loads_and_every_selection_exists():
     assert [f.name for f in entries["p2-fig7a"].figures] == ["p2-fig7a", "p2-fig1"]
 
 
-def test_both_sides_entry_runs_the_paper_config_sweep_and_draws_the_curves():
-    """p1-both-sides: one sweep (configs/sweeps/p1_both_sides.toml, the paper config itself, so `--paper` names
-    the same file), the curves, the γ comparison and the per-key answers (last checkpoints), and a cost
-    (minutes) that the demo prints."""
+def test_both_sides_entry_is_p1s_protocol_at_the_two_ends_of_the_gamma_line():
+    """p1-both-sides: one sweep (configs/sweeps/p1_ends_rates.toml, the paper config itself, so `--paper` names
+    the same file), drawn as P1 reads it (per seed the best over its rates), as the authors' code reads it (best
+    epoch, train-type keys) and run by run; a cost (minutes) that the demo prints."""
     rep = load_registry()["p1-both-sides"]
+    assert [p.name for p in rep.sweeps] == ["p1_ends_rates.toml"] and rep.paper == rep.sweeps
+    assert [(f.name, f.options, f.out) for f in rep.figures] == [
+        ("p1-gamma", {"best_of_seed": True}, ""),
+        ("p1-gamma", {"best_of_seed": True, "keys": "train", "use_best_epoch": True}, "authors_reading"),
+        ("p1-gamma", {}, "each_run")]
+    assert not any(f.select for f in rep.figures)
+    assert rep.minutes is not None and rep.minutes > 600
+    assert len(load_sweep(rep.sweeps[0]).configs()) == 54
+
+
+def test_both_sides_m20_entry_runs_the_single_rate_sweep_and_draws_the_curves():
+    """p1-both-sides-m20: P1's two γ of its example at the authors' one rate (configs/sweeps/p1_both_sides.toml),
+    the curves with the training loss, the γ comparison and the per-key answers."""
+    rep = load_registry()["p1-both-sides-m20"]
     assert [p.name for p in rep.sweeps] == ["p1_both_sides.toml"] and rep.paper == rep.sweeps
     assert [f.name for f in rep.figures] == ["p1-curves", "p1-gamma", "p1-keys"]
     assert rep.figures[0].options == {"loss": True}  # the training loss under the accuracies: post-fit spikes show
-    assert not any(f.select for f in rep.figures)
     assert FIGURES["p1-curves"].sources == "runs" and rep.minutes is not None and rep.minutes > 600
     assert len(load_sweep(rep.sweeps[0]).configs()) == 6
 

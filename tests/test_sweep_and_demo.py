@@ -384,3 +384,25 @@ def test_demo_states_the_committed_decomposition(tmp_path):
     assert "; the authors' order alone (the rest ours) gives (4,3) inferential 0.000, symmetric 1.000 after epoch 6" \
         in decomposition_text(tmp_path)
     assert decomposition_text(tmp_path / "none") == ""
+
+
+def test_demo_states_both_sides_by_p1s_protocol(tmp_path):
+    """The demo's paper-config block says what P1's protocol gives at the γ line's ends, from the committed
+    best-over-rates table: both sides on 3/3 seeds, each best with its own run's seen test; a best whose run does
+    not fit the seen pairs (seen test < 0.9) is not counted; nothing when the table is absent or has one γ."""
+    from anchorlab.demo import best_of_rates_text, paper_config_result, paper_config_text
+
+    committed = best_of_rates_text()
+    assert committed.startswith("  By P1's protocol (§4: per seed the best over the learning rates), epoch 27")
+    assert "γ 1.2 inferential >= 0.9 on 3/3 seeds (0.938, 0.929, 0.955; seen test of those runs" in committed
+    assert "γ 0.3 symmetric >= 0.9 on 3/3 seeds (1.000, 0.998, 0.981;" in committed
+    assert committed in paper_config_text(paper_config_result())
+    head = ("gamma,seed,inferential,symmetric,n_runs,seen_test_best_inferential,seen_test_best_symmetric\n")
+    (tmp_path / "t.csv").write_text(head + "1.2,2,0.95,0.1,9,0.85,1.0\n1.2,1,0.93,0.0,9,0.97,1.0\n"
+                                    "0.3,1,0.0,0.99,1,0.99,0.99\n")
+    text = best_of_rates_text(tmp_path / "t.csv")
+    assert "γ 1.2 inferential >= 0.9 on 1/2 seeds (0.930, 0.950; seen test of those runs 0.970, 0.850; " \
+           "best of 9 run(s) a seed)" in text  # seed order; seed 2's best run does not fit the seen pairs
+    assert "γ 0.3 symmetric >= 0.9 on 1/1 seeds" in text
+    (tmp_path / "one.csv").write_text(head + "1.2,1,0.93,0.0,9,0.97,1.0\n")
+    assert best_of_rates_text(tmp_path / "one.csv") == "" and best_of_rates_text(tmp_path / "none.csv") == ""
