@@ -396,7 +396,9 @@ def test_demo_states_both_sides_by_p1s_protocol(tmp_path):
     assert committed.startswith("  By P1's protocol (§4: per seed the best over the learning rates), epoch 27")
     assert "γ 1.2 inferential >= 0.9 on 3/3 seeds (0.938, 0.929, 0.955; seen test of those runs" in committed
     assert "γ 0.3 symmetric >= 0.9 on 3/3 seeds (1.000, 0.998, 0.981;" in committed
-    assert committed in paper_config_text(paper_config_result())
+    # the answer comes first, right after the replays and the authors' log
+    text = paper_config_text(paper_config_result()).splitlines()
+    assert text[text.index(committed) - 1].startswith("  (the authors' γ 0.8 log")
     head = ("gamma,seed,inferential,symmetric,n_runs,seen_test_best_inferential,seen_test_best_symmetric\n")
     (tmp_path / "t.csv").write_text(head + "1.2,2,0.95,0.1,9,0.85,1.0\n1.2,1,0.93,0.0,9,0.97,1.0\n"
                                     "0.3,1,0.0,0.99,1,0.99,0.99\n")
