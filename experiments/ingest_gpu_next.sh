@@ -15,6 +15,11 @@
 #                                       folder per value), and p1-{gamma,curves}_{wd,lr}_TAG_{wdW,mM}
 #                                       and p1-gamma_lr_TAG_best_of_rates (P1 §4: per seed the best over the
 #                                       rates, with the γ line's m = 20 runs of γ 0.3 and 1.2)
+#   docs/p1_frontier/d128_rates_TAG/    P1's protocol at d_model 128 (γ 1.2 / 0.3 kept and W_Q-std matched × 9
+#                                       rates × seeds 1-3), and p1-gamma_d128_rates_TAG_{best,authors,each}
+#   docs/p1_both_sides/ends_rates_TAG/  the rest of `reproduce p1-both-sides` (γ 0.3 at the other rates, γ 1.2 at
+#                                       m = 30), and p1_both_sides/p1-gamma_ends_rates_{best,authors,each} redrawn
+#                                       over every committed run of that sweep
 #   docs/p1_mechanisms/epochs60/        the mechanism figures drawn on the device
 #   runs/p1_frontier_epochs60_weights/  the last weights of γ 1.2 / 0.3 seed 1 as run directories (for
 #                                       `anchorlab figure p1-fig4 | p1-fig3b` here)
@@ -109,6 +114,36 @@ EOF
     "$AL" figure p1-gamma docs/p1_levers/lr_"$TAG"/m* $m20 --option best_of_seed=true --option keys=train \
         --best-epoch --out "$tmp/fig" >/dev/null
     for ext in png csv; do mv "$tmp/fig/p1-gamma.$ext" "docs/p1_levers/p1-gamma_lr_${TAG}_authors_reading.$ext"; done
+fi
+# P1's protocol (§4): per seed the best over the rates; as the authors' code reads it; every run
+protocol_figures() {  # DEST_PREFIX SOURCE...: DEST_PREFIX_{best,authors,each}.{png,csv}
+    local dst=$1 v name; shift
+    for v in "best:--option best_of_seed=true" "authors:--option best_of_seed=true --option keys=train --best-epoch" \
+             "each:"; do
+        name=${v%%:*}
+        # shellcheck disable=SC2086  # the options are words
+        "$AL" figure p1-gamma "$@" ${v#*:} --out "$tmp/fig" >/dev/null
+        for ext in png csv; do mv "$tmp/fig/p1-gamma.$ext" "${dst}_$name.$ext"; done
+    done
+}
+copy_runs "$G/p1_frontier_d128_rates" "docs/p1_frontier/d128_rates_$TAG"
+if [ -d "docs/p1_frontier/d128_rates_$TAG" ]; then
+    protocol_figures "docs/p1_frontier/p1-gamma_d128_rates_$TAG" "docs/p1_frontier/d128_rates_$TAG"
+fi
+copy_runs "$G/p1_ends_rates" "docs/p1_both_sides/ends_rates_$TAG"
+if [ -d "docs/p1_both_sides/ends_rates_$TAG" ]; then
+    ends=$(python3 - <<'EOF'
+import json, pathlib
+runs = list(pathlib.Path("docs/p1_levers").glob("lr_*_bf16/m*/*/config.json"))
+runs += [c for c in pathlib.Path("docs/p1_paper_gamma/h200_bf16").glob("*/config.json")
+         if json.loads(c.read_text())["init"]["gamma"] in (0.3, 1.2)]
+runs += list(pathlib.Path("docs/p1_levers/cpu_bf16").glob("lr_m30_g1.2_s?/config.json"))
+runs += list(pathlib.Path("docs/p1_both_sides").glob("ends_rates_*/*/config.json"))
+print(" ".join(sorted(str(c.parent) for c in runs)))
+EOF
+)
+    # shellcheck disable=SC2086  # one word per run directory
+    protocol_figures docs/p1_both_sides/p1-gamma_ends_rates $ends
 fi
 if [ -n "$(ls -A "$G/p1_mechanisms_epochs60" 2>/dev/null)" ]; then  # (made, and not stopped before a figure)
     mkdir -p docs/p1_mechanisms/epochs60 && cp "$G"/p1_mechanisms_epochs60/* docs/p1_mechanisms/epochs60/
