@@ -111,3 +111,26 @@ def test_unknown_entry_no_paper_sweep_and_unmatched_selection(tmp_path):
         reproduce("tiny", tmp_path / "o", paper=True, registry=reg)
     with pytest.raises(ConfigError, match=r"select: no run of the sweeps has \{'init.gamma': 7.0\}"):
         reproduce("tiny", tmp_path / "o", registry=reg, workers=1, show_progress=False)
+
+
+def test_batch_models_trains_an_entrys_runs_stacked_and_is_checked_first(tmp_path, capsys, monkeypatch):
+    """--batch-models K (local back-end) reaches the trainer, the dry run states the groups, and a value the
+    back-end or the runs cannot take is one ConfigError before anything is written."""
+    import anchorlab.execute as execute
+
+    reg = registry(tmp_path, '["p1-gamma"]')
+    out = tmp_path / "out"
+    assert reproduce("tiny", out, registry=reg, backend="local", batch_models=4, dry_run=True) == []
+    assert "the 4 runs to train form 2 groups of 2 + 2 runs" in capsys.readouterr().out  # 1 and 2 layers
+    for kwargs, match in (({"backend": "process", "batch_models": 2}, "needs backend 'local'"),
+                          ({"backend": "local", "batch_models": 0}, "allowed values are integers >= 1")):
+        with pytest.raises(ConfigError, match=match):
+            reproduce("tiny", out, registry=reg, workers=1, show_progress=False, **kwargs)
+        assert not out.exists()  # nothing written
+    seen = []
+    real = execute.run_batched
+    monkeypatch.setattr(execute, "run_batched", lambda todo, k, progress: seen.append((len(todo), k)) or real(
+        todo, k, progress))
+    written = reproduce("tiny", out, registry=reg, workers=1, backend="local", batch_models=4, show_progress=False)
+    assert seen == [(4, 4)] and written == [out / "figures" / "p1-gamma.png"]
+    assert len(list((out / "grid").glob("*/DONE"))) == 4

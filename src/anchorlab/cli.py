@@ -157,7 +157,7 @@ def _reproduce(a: argparse.Namespace) -> None:
     if a.name == "list":
         return print(describe_registry())
     for path in reproduce(a.name, a.out, paper=a.paper, overrides=tuple(a.set), workers=a.workers,
-                          backend=a.backend, dry_run=a.dry_run):
+                          backend=a.backend, batch_models=a.batch_models, dry_run=a.dry_run):
         print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
 
 
@@ -249,7 +249,8 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("--paper", action="store_true", help="the paper-scale sweeps (need a GPU) instead of the CPU ones"),
         arg("--out", help="output directory (default runs/reproduce/NAME)"),
         arg("--workers", type=int, default=2, help="1-thread worker processes"), arg("--backend", **BACKEND),
-        SET, DRY]),
+        arg("--batch-models", type=int, metavar="K", help="local: up to K same-shaped runs trained together "
+            "(stacked weights); default 16 on a GPU, 1 on a CPU"), SET, DRY]),
     "config": (_config, "print a resolved config as TOML, then the γ-std table of its model", [
         arg("config", nargs="?", help="TOML config of any run kind (default: the anchor-task defaults)"), SET]),
     "report": (_report, "one self-contained HTML report of a run or sweep directory", [

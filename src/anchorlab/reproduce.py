@@ -132,15 +132,16 @@ def draw_figures(rep: Reproduction, sweep_dirs: list[Path], out: Path) -> list[P
 
 
 def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, overrides: tuple[str, ...] = (),
-              workers: int = 2, backend: str | None = None, registry: str | Path = REGISTRY,
-              dry_run: bool = False, show_progress: bool = True) -> list[Path]:
+              workers: int = 2, backend: str | None = None, batch_models: int | None = None,
+              registry: str | Path = REGISTRY, dry_run: bool = False, show_progress: bool = True) -> list[Path]:
     """Run entry ``name``'s sweeps and draw its figures; returns the PNG paths (``dry_run``: print the plan and
-    return []). A run that fails does not stop the others; then :class:`anchorlab.rundir.RunFailed` is raised
-    (no figure is drawn) once every sweep has run."""
-    from anchorlab.execute import check_sweep_options, run_all
+    return []). ``batch_models``: as ``anchorlab sweep --batch-models`` (local back-end: up to K same-shaped runs
+    trained together; default 16 on a GPU). A run that fails does not stop the others; then
+    :class:`anchorlab.rundir.RunFailed` is raised (no figure is drawn) once every sweep has run."""
+    from anchorlab.execute import batch_plan, check_sweep_options, run_all
     from anchorlab.sweep import check_out_dir, describe, load_sweep, plan
 
-    check_sweep_options(workers=workers, backend=backend or "process")
+    check_sweep_options(workers=workers, backend=backend or "process", batch_models=batch_models)
     rep = get(name, registry)
     files = rep.paper if paper else rep.sweeps
     if not files:
@@ -149,9 +150,12 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
     specs = [load_sweep(f, overrides) for f in files]  # every sweep is validated before anything runs
     for spec in specs:
         check_out_dir(out / spec.name)
+    # --batch-models checked against every sweep's runs and the back-end before anything runs
+    batching = [batch_plan(spec, out / spec.name, backend or ("local" if workers <= 1 else "process"), batch_models)
+                for spec in specs]
     if dry_run:
-        for spec in specs:
-            print(describe(spec, out / spec.name))
+        for spec, line in zip(specs, batching, strict=True):
+            print(describe(spec, out / spec.name) + (f"\n{line}" if line else ""))
         print(f"then figures {', '.join(f.name for f in rep.figures)} -> {out / 'figures'}")
         return []
     from anchorlab.kinds import preflight
@@ -161,7 +165,7 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
     for spec in specs:
         rows = plan(spec, out / spec.name)
         results = run_all([(cfg, d) for _, cfg, d in rows], workers=workers, backend=backend,
-                          show_progress=show_progress)
+                          batch_models=batch_models, show_progress=show_progress)
         failed += [r for r in results if r.error]
         dirs.append(out / spec.name)
     if failed:
