@@ -298,9 +298,9 @@ def test_demo_states_the_committed_fit_speed_split(tmp_path):
     from anchorlab.demo import fit_speed_text
 
     committed = fit_speed_text()
-    assert "Of 53 fitted" in committed
-    assert "the 36 with last inferential < 0.3 fit (training loss < 1) at epochs 3-19" in committed
-    assert "the 17 leaning inferential at epochs 13-22" in committed
+    assert "Of 73 fitted" in committed
+    assert "the 39 with last inferential < 0.3 fit (training loss < 1) at epochs 3-19" in committed
+    assert "the 34 leaning inferential at epochs 13-26" in committed
     head = "run_id,fit_epoch,inferential,best_inferential\n"
     # d: not fitted, not counted; e: leaned inferential on the way (best 0.6) but ends below 0.3, so not leaning
     (tmp_path / "t.csv").write_text(head + "a,5,0.01,0.01\nb,6,0.1,0.1\nc,19,0.8,0.8\nd,,0.9,0.9\ne,13,0.1,0.6\n")
