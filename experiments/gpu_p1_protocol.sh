@@ -15,7 +15,7 @@
 # Set LIMIT (seconds) to stop earlier; PY (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-D128=configs/sweeps/p1_frontier_d128_rates.toml; D128_DIR=runs/gpu_next/p1_frontier_d128_rates
+D128=${D128:-configs/sweeps/p1_frontier_d128_rates.toml}; D128_DIR=runs/gpu_next/p1_frontier_d128_rates
 ENDS=configs/sweeps/p1_ends_rates.toml; ENDS_DIR=runs/gpu_next/p1_ends_rates
 source experiments/gpu_call.sh  # OUT LIMIT PY REF, left, cli, cli_until_limit; prints the machine
 
