@@ -113,6 +113,8 @@ def test_p1_gamma_best_of_seed_is_p1s_best_over_each_seeds_runs(tmp_path):
     assert (best["n_runs"], best["best_inferential_run"], best["best_symmetric_run"]) == ("2", "b", "a")
     # the seen test of the run that gave each best, not the seed's best seen test (0.99 is run a's)
     assert (float(best["seen_test_best_inferential"]), float(best["seen_test_best_symmetric"])) == (0.95, 0.99)
+    # and which rate each best came from (the varied config field of that run)
+    assert (best["best_inferential_at"], best["best_symmetric_at"]) == ("lr_multiplier 20", "lr_multiplier 10")
     assert rows[(1.2, 2)]["n_runs"] == "1" and float(rows[(1.2, 2)]["inferential"]) == 0.5
     with pytest.raises(ConfigError, match=r"option best_of_seed: true or false, not 'maybe'"):  # and nothing drawn
         draw("p1-gamma", runs, tmp_path / "o3", best_of_seed="maybe")

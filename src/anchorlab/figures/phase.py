@@ -143,9 +143,10 @@ def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = 
 def best_per_seed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """P1's statistic (arXiv 2405.05409 §4: "for each seed ... the highest accuracy over" the learning rates):
     one row per (model, pair, γ, seed) of ``gamma_rows``, each accuracy the highest over that cell's runs (taken
-    separately, as P1 does for the two mappings), with ``n_runs``, the run that gave each best and that run's
-    own seen-pair test accuracy (``seen_test_best_inferential`` / ``_symmetric``: does the best run also
-    generalise on the seen pairs, P1's 0.9 shading, rather than another of the seed's runs)."""
+    separately, as P1 does for the two mappings), with ``n_runs``, the run that gave each best, where it sits
+    (``best_inferential_at`` / ``_symmetric_at``: its ``varied`` config fields, e.g. "lr_multiplier 17.5") and
+    that run's own seen-pair test accuracy (``seen_test_best_inferential`` / ``_symmetric``: does the best run
+    also generalise on the seen pairs, P1's 0.9 shading, rather than another of the seed's runs)."""
     cells: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
         cells.setdefault((r["model"], r["pair"], r["gamma"], r["seed"]), []).append(r)
@@ -160,7 +161,9 @@ def best_per_seed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "best_inferential_run": best["inferential"]["run_id"],
                     "best_symmetric_run": best["symmetric"]["run_id"],
                     "seen_test_best_inferential": best["inferential"]["seen_test"],
-                    "seen_test_best_symmetric": best["symmetric"]["seen_test"]})
+                    "seen_test_best_symmetric": best["symmetric"]["seen_test"],
+                    "best_inferential_at": best["inferential"].get("varied", ""),
+                    "best_symmetric_at": best["symmetric"].get("varied", "")})
     return out
 
 
