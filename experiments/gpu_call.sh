@@ -2,10 +2,11 @@
 # their settings (OUT, LIMIT from now, PY, REF), the time left, the CLI with and without that limit, and what
 # the machine is. Not run on its own.
 OUT=${OUT:-out}; LIMIT=${LIMIT:-540}; PY=${PY:-python3}; REF=${REF:-.ref/p1_authors_paper_g0.8_s1.npz}
+RUNS=${RUNS:-runs}  # where gpu_next/ goes (a test points it elsewhere)
 END=$((SECONDS + LIMIT))
 left() { local t=$((END - SECONDS)); echo $((t > 1 ? t : 1)); }
 cli() { PYTHONPATH=src "$PY" -m anchorlab.cli "$@"; }
 cli_until_limit() { PYTHONPATH=src timeout "$(left)" "$PY" -m anchorlab.cli "$@"; }
-mkdir -p "$OUT" runs/gpu_next
+mkdir -p "$OUT" "$RUNS/gpu_next"
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true
 "$PY" -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')"

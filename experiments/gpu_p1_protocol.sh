@@ -15,9 +15,10 @@
 # Set LIMIT (seconds) to stop earlier; PY (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-D128=${D128:-configs/sweeps/p1_frontier_d128_rates.toml}; D128_DIR=runs/gpu_next/p1_frontier_d128_rates
-ENDS=configs/sweeps/p1_ends_rates.toml; ENDS_DIR=runs/gpu_next/p1_ends_rates
-source experiments/gpu_call.sh  # OUT LIMIT PY REF, left, cli, cli_until_limit; prints the machine
+source experiments/gpu_call.sh  # OUT LIMIT PY REF RUNS, left, cli, cli_until_limit; prints the machine
+D128=${D128:-configs/sweeps/p1_frontier_d128_rates.toml}; D128_DIR=$RUNS/gpu_next/p1_frontier_d128_rates
+ENDS=configs/sweeps/p1_ends_rates.toml; ENDS_DIR=$RUNS/gpu_next/p1_ends_rates
+SEEDED=$RUNS/gpu_next/ends_seeded.txt
 
 cli_until_limit sweep "$D128" --out "$D128_DIR" --backend local --batch-models 18 \
     || echo "sweep 1 stopped (rc $?): resumable"
@@ -29,7 +30,7 @@ if [ "$(left)" -gt 90 ]; then
         [ -e "$ENDS_DIR/$id" ] || { cp -r "$d" "$ENDS_DIR/$id" && seeded+=("$id"); }
     done
     # appended (a second call seeds none); never an empty line, whose pattern would exclude every run
-    [ "${#seeded[@]}" -gt 0 ] && printf '%s\n' "${seeded[@]}" >> runs/gpu_next/ends_seeded.txt
+    [ "${#seeded[@]}" -gt 0 ] && printf '%s\n' "${seeded[@]}" >> "$SEEDED"
     cli_until_limit sweep "$ENDS" --out "$ENDS_DIR" --backend local --batch-models 6 \
         || echo "sweep 2 stopped (rc $?): resumable"
 fi
@@ -37,5 +38,5 @@ cli sweep "$D128" --out "$D128_DIR" --dry-run | tail -3
 [ -d "$ENDS_DIR" ] && cli sweep "$ENDS" --out "$ENDS_DIR" --dry-run | tail -3
 # what comes back: the runs trained here, not the ones copied in from docs/
 tar czf "$OUT/p1_gpu_next.tar.gz" --exclude=checkpoints --exclude='resume*' \
-    --exclude-from=<(sed 's|^|gpu_next/p1_ends_rates/|' runs/gpu_next/ends_seeded.txt 2>/dev/null) -C runs gpu_next
+    --exclude-from=<(sed 's|^|gpu_next/p1_ends_rates/|' "$SEEDED" 2>/dev/null) -C "$RUNS" gpu_next
 ls -la "$OUT"
