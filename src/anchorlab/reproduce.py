@@ -141,7 +141,8 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
     from anchorlab.execute import batch_plan, check_sweep_options, run_all
     from anchorlab.sweep import check_out_dir, describe, load_sweep, plan
 
-    check_sweep_options(workers=workers, backend=backend or "process", batch_models=batch_models)
+    backend = backend or ("local" if workers <= 1 else "process")  # run_all's default
+    check_sweep_options(workers=workers, backend=backend, batch_models=batch_models)
     rep = get(name, registry)
     files = rep.paper if paper else rep.sweeps
     if not files:
@@ -151,8 +152,7 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
     for spec in specs:
         check_out_dir(out / spec.name)
     # --batch-models checked against every sweep's runs and the back-end before anything runs
-    batching = [batch_plan(spec, out / spec.name, backend or ("local" if workers <= 1 else "process"), batch_models)
-                for spec in specs]
+    batching = [batch_plan(spec, out / spec.name, backend, batch_models) for spec in specs]
     if dry_run:
         for spec, line in zip(specs, batching, strict=True):
             print(describe(spec, out / spec.name) + (f"\n{line}" if line else ""))
