@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,6 +137,21 @@ def test_fig3_flow_and_scores(runs, tmp_path):
     rows = read_csv(tmp_path / "p1-fig3.csv")
     scores = [r for r in rows if r["kind"] == "score"]
     assert len(scores) == 4 and {r["mechanism"] for r in scores} == {"symmetric", "inferential"}
+    # the same scores averaged over every key of the held-out pair (20..99 in the template), per run
+    every = [r for r in rows if r["kind"] == "score_all_keys"]
+    assert len(every) == 4 and all(r["keys"] == "80" and 0 <= int(r["inferential_ahead"]) <= 80 for r in every)
+    from anchorlab.analysis import load_model
+    from anchorlab.analysis.attention import (
+        DEFAULT_KEY_POS,
+        default_probe_input,
+        mechanism_scores,
+        probe_information_flow,
+    )
+    model, cfg = load_model(runs[0])
+    by_key = [mechanism_scores(probe_information_flow(model, default_probe_input(cfg.task, k, (4, 3))),
+                               DEFAULT_KEY_POS)["symmetric"] for k in range(20, 100)]
+    mine = next(r for r in every if r["run_id"] == Path(runs[0]).name and r["mechanism"] == "symmetric")
+    assert float(mine["weight"]) == pytest.approx(sum(by_key) / 80, abs=1e-9)
     edges = [r for r in rows if r["kind"] == "edge"]
     # causal softmax: every query's weights over keys sum to 1, in each layer, for each run
     for run in {r["run_id"] for r in edges}:

@@ -162,7 +162,10 @@ def _load_runs(name: str, run_dirs: Sequence[Path] | Path, step: Step = None,
 def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight: float = 0.05,
              step: Step = None, run_steps: RunSteps = None) -> Path:
     """E3: head-averaged attention as position × layer flows; dotted references show the symmetric
-    (orange) and inferential (blue) mechanisms, and the titles their :func:`mechanism_scores`."""
+    (orange) and inferential (blue) mechanisms, and the titles their :func:`mechanism_scores` on the drawn
+    input (key ``key``) and, as a check that one input is typical, their mean over every key of the held-out
+    pair in the same template (CSV ``kind`` "score_all_keys", with the number of keys whose inferential score
+    exceeds the symmetric one)."""
     flows, tokens, titles, highlights, rows = [], [], [], [], []
     for d, model, cfg, at in _load_runs("p1-fig3", run_dirs, step, run_steps):
         x = default_probe_input(cfg.task, key, cfg.task.probe_pair)
@@ -171,11 +174,21 @@ def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight
         title = _label(cfg)
         if flow.shape[0] >= 2:
             scores = mechanism_scores(flow, DEFAULT_KEY_POS)
-            title += f"\nsymmetric {scores['symmetric']:.2f} · inferential {scores['inferential']:.2f}"
+            every = [mechanism_scores(probe_information_flow(model, default_probe_input(
+                cfg.task, k, cfg.task.probe_pair)), DEFAULT_KEY_POS) for k in range(cfg.task.key_min,
+                                                                                     cfg.task.key_max + 1)]
+            mean = {m: float(np.mean([e[m] for e in every])) for m in scores}
+            n_inf = sum(e["inferential"] > e["symmetric"] for e in every)
+            title += (f"\nkey {key}: symmetric {scores['symmetric']:.2f} · inferential {scores['inferential']:.2f}"
+                      f"\nall {len(every)} keys: {mean['symmetric']:.2f} · {mean['inferential']:.2f} "
+                      f"(inferential ahead on {n_inf})")
             highlights.append(mechanism_edges(DEFAULT_KEY_POS, -1, P))
             rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "kind": "score", "mechanism": m,
                       "weight": v}
                      for m, v in scores.items()]
+            rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "kind": "score_all_keys",
+                      "mechanism": m, "weight": v, "keys": len(every),
+                      "inferential_ahead": n_inf} for m, v in mean.items()]
         else:
             highlights.append({})
         flows.append(flow)
