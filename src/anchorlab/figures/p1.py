@@ -158,7 +158,8 @@ def _load_runs(name: str, run_dirs: Sequence[Path] | Path, step: Step = None,
 # Run-level figures
 
 
-@figure("p1-fig3", "runs", "P1 Fig. 3a/c: information flow of one (4,3) input with key 99, one panel per run")
+@figure("p1-fig3", "runs", "P1 Fig. 3a/c: information flow of one (4,3) input with key 99, one panel per run; "
+        "mechanism scores on it and averaged over every key")
 def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight: float = 0.05,
              step: Step = None, run_steps: RunSteps = None) -> Path:
     """E3: head-averaged attention as position × layer flows; dotted references show the symmetric
