@@ -122,7 +122,7 @@ def test_batch_models_trains_an_entrys_runs_stacked_and_is_checked_first(tmp_pat
     out = tmp_path / "out"
     assert reproduce("tiny", out, registry=reg, backend="local", batch_models=4, dry_run=True) == []
     assert "the 4 runs to train form 2 groups of 2 + 2 runs" in capsys.readouterr().out  # 1 and 2 layers
-    for kwargs, match in (({"backend": "process", "batch_models": 2}, "--batch-models: 2 needs --backend local"),
+    for kwargs, match in (({"backend": "process", "batch_models": 2}, "batch_models: 2 needs backend 'local'"),
                           ({"backend": "local", "batch_models": 0}, "allowed values are integers >= 1")):
         with pytest.raises(ConfigError, match=match):
             reproduce("tiny", out, registry=reg, workers=1, show_progress=False, **kwargs)

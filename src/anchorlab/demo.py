@@ -108,9 +108,8 @@ def run_demo(spec_path: str | Path = DEFAULT_SPEC, out_dir: str | Path = "demo_o
     for name, ok in checks.items():
         print(f"{'PASS' if ok else 'NOT REACHED'}  {name}")
     if not all(checks.values()):
-        print("P1's inferential side needs more width and steps than this CPU scale gives (the search: "
-              "docs/p1_cpu_scale_search.md); at the paper config, read as P1 reads it, both sides hold on 3/3 seeds "
-              "(below)")
+        print("P1's inferential side needs more width and steps than this CPU scale gives; the measured "
+              "frontier is in docs/p1_cpu_scale_search.md")
         committed = paper_config_result()
         if committed:
             summary["paper_config_committed"] = committed

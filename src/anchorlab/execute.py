@@ -113,9 +113,6 @@ def check_sweep_options(*, workers: int, backend: str = "process", batch_models:
                           "to lose)")
     if batch_models is not None and batch_models < 1:
         raise ConfigError(f"--batch-models: allowed values are integers >= 1, got {batch_models}")
-    if batch_models is not None and batch_models > 1 and backend != "local":
-        raise ConfigError(f"--batch-models: {batch_models} needs --backend local (one process holds the K models); "
-                          f"got --backend {backend}")
 
 
 def batch_plan(spec: Any, out: str | Path, backend: str, batch_models: int | None) -> str:
