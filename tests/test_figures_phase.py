@@ -348,3 +348,32 @@ def test_p1_gamma_title_stays_inside_a_narrow_figure():
     box, page = fig.axes[0].title.get_window_extent(), fig.bbox
     assert page.x0 <= box.x0 and box.x1 <= page.x1
     assert fig.axes[0].get_title().replace("\n", " ") == title
+
+
+def test_p1_gamma_draws_unfinished_runs_hollow_and_says_so():
+    """A run still training is its last evaluation so far, not a result: its dots are hollow (white face) and the
+    legend says what hollow means; a figure of finished runs has no hollow dot and no such entry."""
+    import numpy as np
+    from matplotlib.collections import PathCollection
+    from matplotlib.colors import to_rgba
+
+    from anchorlab.plotting.figures import plot_gamma_comparison
+
+    rows = [{"gamma": 1.2, "inferential": 0.8, "symmetric": 0.0, "status": "done"},
+            {"gamma": 1.482, "inferential": 0.2, "symmetric": 0.1, "status": "unfinished"},
+            {"gamma": 1.482, "inferential": 0.3, "symmetric": 0.1, "status": "done"}]
+
+    def dots(fig, hollow):  # the scatter dots' heights, hollow (white face) or filled
+        scatters = [c for c in fig.axes[0].collections if isinstance(c, PathCollection) and len(c.get_offsets())]
+        return sorted(round(float(y), 2) for c in scatters
+                      for (_, y), face in zip(c.get_offsets(), np.broadcast_to(c.get_facecolors(),
+                                                                               (len(c.get_offsets()), 4)))
+                      if (tuple(face) == to_rgba("white")) == hollow)
+
+    fig = plot_gamma_comparison(rows)
+    assert dots(fig, hollow=True) == [0.1, 0.2]
+    assert dots(fig, hollow=False) == [0.0, 0.1, 0.3, 0.8]
+    assert any("unfinished" in t.get_text() for t in fig.axes[0].get_legend().get_texts())
+    finished = plot_gamma_comparison([{**r, "status": "done"} for r in rows])
+    assert dots(finished, hollow=True) == []
+    assert not any("unfinished" in t.get_text() for t in finished.axes[0].get_legend().get_texts())

@@ -168,11 +168,17 @@ def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", t
         fig, ax = plt.subplots(figsize=(max(3.0, 1.1 * len(cats) + 1.2) + 2.6, 3.0))
         for key, dx, answer in (("inferential", -0.17, "x−10"), ("symmetric", 0.17, "x−6")):
             for i, cat in enumerate(cats):
-                vals = [float(r[key]) for r in rows if (r.get("model", ""), r[x]) == cat]
+                group = [r for r in rows if (r.get("model", ""), r[x]) == cat]
+                vals = [float(r[key]) for r in group]
                 jitter = np.linspace(-0.05, 0.05, len(vals)) if len(vals) > 1 else np.zeros(1)
                 name = f"{key} ({pair} → {answer})" if pair == "(4,3)" else f"{key} ({pair})"
-                ax.scatter(i + dx + jitter, vals, s=24, color=COLORS[key], edgecolors="white", linewidths=0.5,
-                           zorder=3, label=f"{name},\none dot per {dots}" if i == 0 else None)
+                done = np.array([r.get("status", "done") != "unfinished" for r in group])
+                ax.scatter((i + dx + jitter)[done], np.array(vals)[done], s=24, color=COLORS[key],
+                           edgecolors="white", linewidths=0.5, zorder=3,
+                           label=f"{name},\none dot per {dots}" if i == 0 else None)
+                # a run still training: its last evaluation, hollow (not a result yet)
+                ax.scatter((i + dx + jitter)[~done], np.array(vals)[~done], s=24, facecolors="white",
+                           edgecolors=COLORS[key], linewidths=1.0, zorder=3)
                 ax.hlines(float(np.mean(vals)), i + dx - 0.13, i + dx + 0.13, color=COLORS[key], lw=2.2, zorder=2)
         ticks = []
         for m, v in cats:
@@ -184,7 +190,11 @@ def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", t
         ax.set_ylim(-0.04, 1.04)
         ax.set_ylabel(f"fraction of {pair} inputs")
         ax.set_xlabel(xlabel)
-        ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, labelspacing=1.2)
+        handles, labels = ax.get_legend_handles_labels()
+        if any(r.get("status") == "unfinished" for r in rows):
+            handles.append(Line2D([], [], ls="none", marker="o", markerfacecolor="white", markeredgecolor="#555555"))
+            labels.append("hollow: unfinished run(s),\nlast evaluation so far")
+        ax.legend(handles, labels, loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, labelspacing=1.2)
         title = title or f"P1: held-out pair {pair} per {x_name} (bars: mean over {dots}s)"
         # wrapped to the axes' width (~11 characters an inch at this size), so a narrow figure does not cut it
         ax.set_title(textwrap.fill(title, width=max(40, int(11 * (fig.get_figwidth() - 2.6)))), fontsize=9)
