@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Here, after the device call of experiments/gpu_p1_gamma_long.sh or gpu_p1_levers.sh: its small outputs into
-# docs/, its figures drawn, the two checkpoints it brought back set up as runs under runs/ (never committed).
+# Here, after the device call of experiments/gpu_p1_gamma_long.sh, gpu_p1_levers.sh or gpu_p1_protocol.sh: its
+# small outputs into docs/, its figures drawn, the two checkpoints it brought back set up as runs under runs/
+# (never committed).
 #   bash experiments/ingest_gpu_next.sh FILES_AT [TAG]
 # FILES_AT: the folder the device call's files came back to (p1_gpu_next.tar.gz, ep60_*.safetensors);
 # TAG: the device and precision, as in the docs' folder names (default h200_bf16).
@@ -17,6 +18,9 @@
 #                                       rates, with the γ line's m = 20 runs of γ 0.3 and 1.2)
 #   docs/p1_frontier/d128_rates_TAG/    P1's protocol at d_model 128 (γ 1.2 / 0.3 kept and W_Q-std matched × 9
 #                                       rates × seeds 1-3), and p1-gamma_d128_rates_TAG_{best,authors,each}
+#   docs/p1_frontier/data_TAG/nN/, data_steps_TAG/nN/  the data-size factor (task.data_size N) at equal epochs
+#                                       and equal steps, and p1-gamma_{data,data_steps}_TAG_nN_{best,authors,each},
+#                                       p1-curves_{data,data_steps}_TAG_nN
 #   docs/p1_both_sides/ends_rates_TAG/  the rest of `reproduce p1-both-sides` (γ 0.3 at the other rates, γ 1.2 at
 #                                       m = 30), and p1_both_sides/p1-gamma_ends_rates_{best,authors,each} redrawn
 #                                       over every committed run of that sweep
@@ -56,13 +60,13 @@ EOF
     echo "$dst: $(find "$dst" -name DONE | wc -l) done of $(find "$dst" -name config.json | wc -l) runs"
 }
 
-split_by() {  # DIR TRAIN_FIELD LABEL: DIR/<run> -> DIR/<LABEL><value>/<run>, one folder (and figure) per value
-    [ -d "$1" ] || return 0
+split_by() {  # DIR FIELD LABEL: DIR/<run> -> DIR/<LABEL><value>/<run>, one folder (and figure) per value of the
+    [ -d "$1" ] || return 0  # dotted config FIELD (train.lr_multiplier)
     python3 - "$@" <<'EOF'
-import json, pathlib, shutil, sys
+import functools, json, pathlib, shutil, sys
 root, field, label = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 for cfg in sorted(root.glob("*/config.json")):
-    value = json.loads(cfg.read_text())["train"][field]
+    value = functools.reduce(lambda d, k: d[k], field.split("."), json.loads(cfg.read_text()))
     dest = root / f"{label}{value:g}" / cfg.parent.name
     dest.parent.mkdir(exist_ok=True)
     shutil.rmtree(dest, ignore_errors=True)  # an earlier ingest's copy of the run: this one is newer
@@ -87,8 +91,8 @@ copy_runs "$G/p1_reference_parts" "docs/p1_reference_parts/$TAG"
 copy_runs "$G/p1_both_sides_lr30" "docs/p1_levers/both_lr30_$TAG"
 copy_runs "$G/p1_wd_ends" "docs/p1_levers/wd_$TAG"
 copy_runs "$G/p1_gamma12_lr" "docs/p1_levers/lr_$TAG"
-split_by "docs/p1_levers/wd_$TAG" weight_decay wd
-split_by "docs/p1_levers/lr_$TAG" lr_multiplier m
+split_by "docs/p1_levers/wd_$TAG" train.weight_decay wd
+split_by "docs/p1_levers/lr_$TAG" train.lr_multiplier m
 figures docs/p1_frontier/epochs60 docs/p1_frontier epochs60 p1-gamma p1-curves p1-condensation
 figures docs/p1_frontier/epochs30 docs/p1_frontier epochs30 p1-gamma p1-curves p1-condensation
 figures "docs/p1_cooldown/$TAG" docs/p1_cooldown "$TAG" p1-gamma p1-curves
@@ -130,6 +134,17 @@ copy_runs "$G/p1_frontier_d128_rates" "docs/p1_frontier/d128_rates_$TAG"
 if [ -d "docs/p1_frontier/d128_rates_$TAG" ]; then
     protocol_figures "docs/p1_frontier/p1-gamma_d128_rates_$TAG" "docs/p1_frontier/d128_rates_$TAG"
 fi
+# the data-size factor, at equal epochs and at equal steps: one folder and one set of figures per data size
+for kind in data data_steps; do
+    copy_runs "$G/p1_frontier_$kind" "docs/p1_frontier/${kind}_$TAG"
+    split_by "docs/p1_frontier/${kind}_$TAG" task.data_size n
+    for d in docs/p1_frontier/"${kind}_$TAG"/n*; do
+        if [ -d "$d" ]; then
+            protocol_figures "docs/p1_frontier/p1-gamma_${kind}_${TAG}_$(basename "$d")" "$d"
+            figures "$d" docs/p1_frontier "${kind}_${TAG}_$(basename "$d")" p1-curves
+        fi
+    done
+done
 copy_runs "$G/p1_ends_rates" "docs/p1_both_sides/ends_rates_$TAG"
 if [ -d "docs/p1_both_sides/ends_rates_$TAG" ]; then
     ends=$(python3 - <<'EOF'

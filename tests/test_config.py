@@ -271,3 +271,38 @@ def test_a_reference_run_reads_back_where_the_file_is_not_and_trains_only_where_
     with pytest.raises(ConfigError, match="task.reference: allowed values are '' or the path of an existing"):
         train(cfg, tmp_path / "new", show_progress=False)
     assert not (tmp_path / "new").exists()
+
+
+def test_data_size_sweeps_shrink_only_the_rows_and_keep_the_steps_where_they_say_so():
+    """configs/sweeps/p1_frontier_data.toml (the frontier's data-size factor, docs/p1_frontier.md): the paper config
+    with task.data_size 450,000 / 225,000, 27 epochs (so 1/2, 1/4 of the steps); p1_frontier_data_steps.toml: the
+    same rows with epochs, warm-up, cosine and eval cadence stretched 2× / 4×, so the steps and the learning
+    rate at each step are a paper-size run's to its epoch 27 (to within the rounding of rows to batches)."""
+    import dataclasses
+
+    from anchorlab.schedule import lr_at
+    from anchorlab.sweep import load_sweep
+
+    cbook = load_config(CONFIGS / "p1" / "cbook.toml")
+    full_steps = cbook.task.n_train_rows() // cbook.train.batch_size  # 370
+    pairs = {(1.2, 17.5), (1.2, 25.0), (1.2, 30.0), (0.3, 20.0)}
+    for name, stretch in (("p1_frontier_data", False), ("p1_frontier_data_steps", True)):
+        configs = load_sweep(CONFIGS / "sweeps" / f"{name}.toml").configs()
+        assert len(configs) == 24
+        assert {(c.init.gamma, c.train.lr_multiplier) for _, c in configs} == pairs
+        for _, c in configs:
+            k = 900_000 // c.task.data_size
+            assert k in (2, 4) and c.model == cbook.model and c.train.precision == "bf16"
+            assert dataclasses.replace(c.task, data_size=900_000) == cbook.task  # nothing else in the task moved
+            steps = c.task.n_train_rows() // c.train.batch_size
+            assert abs(steps * k - full_steps) <= k  # the rows shrink by k
+            t = c.train
+            if not stretch:
+                assert (t.epochs, t.warmup_epochs, t.cosine_epochs, t.eval_every) == (27, 10.0, 200.0, 3)
+                continue
+            assert (t.epochs, t.warmup_epochs, t.cosine_epochs, t.eval_every) == (27 * k, 10.0 * k, 200.0 * k, 3 * k)
+            assert abs(t.epochs * steps - 27 * full_steps) / (27 * full_steps) < 0.006
+            paper = cbook.replace(**{"train.lr_multiplier": t.lr_multiplier}).train
+            for frac in (0.1, 0.37, 0.5, 0.9):  # the same rate at the same step (the warm-up too)
+                s = int(frac * 27 * full_steps)
+                assert lr_at(s, t, steps) == pytest.approx(lr_at(s, paper, full_steps), rel=0.01)

@@ -1,7 +1,7 @@
-"""experiments/gpu_p1_protocol.sh (the next GPU call) seeds the rest of `reproduce p1-both-sides` from the committed
-runs and brings back only what it trained: the seeded run ids are listed once each (never an empty line, whose
-tar pattern would exclude every run), also across a second call on a warm machine. Run with a stand-in for
-Python that trains nothing."""
+"""experiments/gpu_p1_protocol.sh (the next GPU call) trains four sweeps, two of them seeded from the committed runs
+(the rest of `reproduce p1-both-sides`, and of the d_model 128 protocol), and brings back only what it trained: the
+seeded runs are listed once each (never an empty line, whose tar pattern would exclude every run), also across a
+second call on a warm machine. Run with a stand-in for Python that trains nothing."""
 
 from __future__ import annotations
 
@@ -22,28 +22,36 @@ for a in "$@"; do [ "$prev" = "--out" ] && out=$a; [ "$a" = "--dry-run" ] && dry
 if [ "$dry" = 1 ]; then echo "dry run of $out"; else mkdir -p "$out/trained_$(basename "$out")"; \
     echo '{}' > "$out/trained_$(basename "$out")/config.json"; fi
 """
+SWEEPS = ("p1_frontier_data", "p1_frontier_data_steps", "p1_frontier_d128_rates", "p1_ends_rates")
 
 
-@pytest.mark.skipif(any(shutil.which(t) is None for t in ("bash", "tar", "timeout", "sed")),
-                    reason="needs bash, tar, timeout and sed")
+def _done(*patterns: str) -> set[str]:
+    return {p.parent.name for pattern in patterns for p in ROOT.glob(pattern)}
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("bash", "tar", "timeout", "sed", "grep")),
+                    reason="needs bash, tar, timeout, sed and grep")
 def test_the_protocol_call_seeds_from_docs_and_brings_back_only_new_runs(tmp_path):
     fake = tmp_path / "python"
     fake.write_text(FAKE_PY)
     fake.chmod(0o755)
     runs, out = tmp_path / "runs", tmp_path / "out"
     env = {"PATH": "/usr/bin:/bin", "PY": str(fake), "RUNS": str(runs), "OUT": str(out), "LIMIT": "300"}
-    committed = sorted({p.parent.name for p in ROOT.glob("docs/p1_levers/lr_h200_bf16/m*/*/config.json")}
-                       | {p.parent.name for p in ROOT.glob("docs/p1_paper_gamma/h200_bf16/*/config.json")})
-    assert len(committed) >= 27
+    ends = _done("docs/p1_levers/lr_h200_bf16/m*/*/DONE", "docs/p1_paper_gamma/h200_bf16/*/DONE")
+    d128 = _done("docs/p1_frontier/d128_rates_*/*/DONE")
+    assert len(ends) >= 27 and len(d128) >= 54
+    expected = sorted([f"p1_ends_rates/{r}" for r in ends] + [f"p1_frontier_d128_rates/{r}" for r in d128])
     for call in (1, 2):  # the second, on a warm machine, seeds nothing new
         done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-        seeded = (runs / "gpu_next" / "ends_seeded.txt").read_text().splitlines()
-        assert sorted(seeded) == committed and len(set(seeded)) == len(seeded), call  # each once, no empty line
-        ends = runs / "gpu_next" / "p1_ends_rates"
-        assert all((ends / run / "config.json").is_file() for run in committed)
+        seeded = (runs / "gpu_next" / "seeded.txt").read_text().splitlines()
+        assert sorted(seeded) == expected and len(set(seeded)) == len(seeded), call  # each once, no empty line
+        assert all((runs / "gpu_next" / s / "config.json").is_file() for s in seeded)
         with tarfile.open(out / "p1_gpu_next.tar.gz") as tar:
             names = tar.getnames()
-        back = {n.split("/")[2] for n in names if n.startswith("gpu_next/p1_ends_rates/") and n.count("/") >= 2}
-        assert back == {"trained_p1_ends_rates"}, call  # the new run, none of the seeded ones
-        assert "gpu_next/p1_frontier_d128_rates/trained_p1_frontier_d128_rates/config.json" in names
+        for sweep in SWEEPS:  # each sweep's new run comes back, none of the seeded ones
+            back = {n.split("/")[2] for n in names if n.startswith(f"gpu_next/{sweep}/") and n.count("/") >= 2}
+            assert back == {f"trained_{sweep}"}, (call, sweep)
+    # an unfinished committed run (no DONE: its resume state was not committed) is not seeded: it trains again
+    partial = {p.parent.name for p in ROOT.glob("docs/p1_frontier/d128_rates_*/*/config.json")} - d128
+    assert not partial & {s.split("/")[1] for s in seeded}
