@@ -137,12 +137,13 @@ def _collect(a: argparse.Namespace) -> None:
 
 
 def _figure(a: argparse.Namespace) -> None:
-    from anchorlab.figures import describe, draw, split_source
+    from anchorlab.figures import describe, draw, source_kind, split_source
     from anchorlab.sweep import check_out_dir
 
     if a.name == "list":
         return print(describe())
-    _sources([str(split_source(s)[0]) for s in a.source])  # RUN_DIR@STEP: the directory, its step checked
+    if source_kind(a.name) != "file":  # a points file (p1-frontier) is checked by its recipe
+        _sources([str(split_source(s)[0]) for s in a.source])  # RUN_DIR@STEP: the directory, its step checked
     for step in a.step or []:
         _positive(step, "--step", 0)
     flags = {"use_best_epoch": a.best_epoch or None, "step": a.step, "method": a.method}

@@ -23,7 +23,8 @@ FigureFn = Callable[..., Path]
 class Recipe:
     name: str
     fn: FigureFn      # fn(sources: list[Path], out: Path, **options) -> Path of the PNG
-    sources: str      # what SOURCE is: "sweep", "run" or "runs" (run directories; a sweep directory = its runs)
+    sources: str      # what SOURCE is: "sweep", "run" or "runs" (run directories; a sweep directory = its runs),
+    #                   or "file" (one data file the recipe reads, e.g. p1-frontier's points file)
     help: str
 
 
@@ -37,8 +38,8 @@ RUN_STEPS = "run_steps"
 
 def figure(name: str, sources: str, help: str) -> Callable[[FigureFn], FigureFn]:
     """Register ``fn`` as figure ``name``."""
-    if sources not in ("sweep", "run", "runs"):
-        raise ValueError(f"figure {name}: sources must be 'sweep', 'run' or 'runs', got {sources!r}")
+    if sources not in ("sweep", "run", "runs", "file"):
+        raise ValueError(f"figure {name}: sources must be 'sweep', 'run', 'runs' or 'file', got {sources!r}")
 
     def register(fn: FigureFn) -> FigureFn:
         FIGURES[name] = Recipe(name, fn, sources, help)
@@ -90,11 +91,13 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
     if name not in FIGURES:
         raise ConfigError(f"figure: unknown name {name!r}; allowed: {', '.join(sorted(FIGURES))}")
     r = FIGURES[name]
-    import inspect
-
-    accepted = inspect.signature(r.fn).parameters
     if RUN_STEPS in options:
         raise ConfigError(f"figure {name}: give per-run steps as sources RUN_DIR@STEP, not as option {RUN_STEPS}")
+    if r.sources == "file":  # one data file, which the recipe reads and checks
+        if len(sources) != 1 or not Path(sources[0]).is_file():
+            raise ConfigError(f"figure {name}: takes one file (got {', '.join(map(str, sources)) or 'none'})")
+        _check_options(name, options)
+        return r.fn(Path(sources[0]), Path(out), **options)
     srcs: list[Path] = []
     at: list[tuple[int | None, str]] = []  # per run dir: its @STEP (or None) and the source that gave it
     for source in sources:
@@ -129,6 +132,28 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
     for s in srcs:
         if not s.is_dir():
             raise ConfigError(f"figure {name}: source {s} is not a directory")
+    _check_options(name, options)
+    from anchorlab import rundir
+
+    for d, (step, source) in zip(srcs, at):
+        kept = rundir.checkpoint_steps(d) if step is not None and (d / rundir.CKPT_DIR).is_dir() else []
+        if step is not None and step not in kept:
+            raise ConfigError(f"source {source}: {d} has no checkpoint at step {step}; kept steps: {kept}")
+    if any(step is not None for step, _ in at):
+        if r.sources == "run":
+            options["step"] = at[0][0]  # @STEP wins over --step
+        else:
+            options[RUN_STEPS] = [step for step, _ in at]
+    return r.fn(srcs if r.sources == "runs" else srcs[0], Path(out), **options)
+
+
+def _check_options(name: str, options: dict[str, Any]) -> None:
+    """Each option is one figure ``name`` takes, of its default's kind: else one line naming it."""
+    import inspect
+
+    from anchorlab.config import ConfigError
+
+    accepted = inspect.signature(FIGURES[name].fn).parameters
     for k, v in options.items():
         if k not in accepted:
             takers = [n for n in sorted(FIGURES) if k in inspect.signature(FIGURES[n].fn).parameters]
@@ -142,18 +167,12 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
         if isinstance(default, (int, float)) and not isinstance(default, bool) \
                 and (isinstance(v, bool) or not isinstance(v, (int, float))):
             raise ConfigError(f"figure {name}: option {k}: a number, not {v!r}")
-    from anchorlab import rundir
 
-    for d, (step, source) in zip(srcs, at):
-        kept = rundir.checkpoint_steps(d) if step is not None and (d / rundir.CKPT_DIR).is_dir() else []
-        if step is not None and step not in kept:
-            raise ConfigError(f"source {source}: {d} has no checkpoint at step {step}; kept steps: {kept}")
-    if any(step is not None for step, _ in at):
-        if r.sources == "run":
-            options["step"] = at[0][0]  # @STEP wins over --step
-        else:
-            options[RUN_STEPS] = [step for step, _ in at]
-    return r.fn(srcs if r.sources == "runs" else srcs[0], Path(out), **options)
+
+def source_kind(name: str) -> str | None:
+    """What figure ``name`` reads ("sweep", "run", "runs" or "file"); None for an unknown name."""
+    _load_all()
+    return FIGURES[name].sources if name in FIGURES else None
 
 
 def _takes_run_steps(r: Recipe) -> bool:

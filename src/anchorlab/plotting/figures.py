@@ -360,3 +360,59 @@ def plot_key_answers(panels: Sequence[dict[str, Any]], pair: str = "(4,3)", infe
         axes[-1, 0].set_xlabel("key x of the input")
         fig.tight_layout()
     return fig
+
+
+VERDICT_COLORS = {"yes": "#2ca02c", "no": "#d62728", "open": "#7f7f7f"}
+
+
+def plot_frontier(points: Sequence[dict[str, Any]], threshold: float = 0.9) -> Figure:
+    """P1's frontier, one row per point (top to bottom in the given order): left the small init's inferential
+    and right the larger init's symmetric accuracy on the held-out pair, one marker per seed (hollow: an
+    unfinished run), the bar ``threshold`` dashed, and at the right the point's verdict.
+
+    Each point: ``{"factor", "config", "read", "verdict", "small": None or {"gamma", "rows": [{"seed",
+    "value", "status"}, ...]}, "large": the same}``; a side with no rows is written "not run"."""
+    n = len(points)
+    seeds = sorted({r["seed"] for p in points for side in ("small", "large") if p.get(side)
+                    for r in p[side]["rows"]})
+    marker = {s: SEED_MARKERS[i % len(SEED_MARKERS)] for i, s in enumerate(seeds)}
+    with style():
+        fig, axes = plt.subplots(1, 2, figsize=(11.5, 0.42 * n + 1.5), sharey=True)
+        for ax, side, answer in ((axes[0], "small", "inferential"), (axes[1], "large", "symmetric")):
+            color = COLORS[answer]
+            for i, p in enumerate(points):
+                y = n - 1 - i
+                spec = p.get(side)
+                if spec is None:
+                    continue
+                if not spec["rows"]:
+                    ax.text(0.02, y, f"γ {spec['gamma']:g}: not run", va="center", fontsize=7, color="#777777")
+                    continue
+                jitter = {s: (k - (len(seeds) - 1) / 2) * 0.12 for k, s in enumerate(seeds)}
+                for r in spec["rows"]:
+                    done = r["status"] == "done"
+                    ax.scatter(float(r["value"]), y + jitter[r["seed"]], marker=marker[r["seed"]], s=26,
+                               zorder=3, facecolors=color if done else "white", edgecolors=color, linewidths=1.0)
+                ax.text(1.03, y, f"γ {spec['gamma']:g}", va="center", fontsize=7, color="#555555",
+                        transform=ax.get_yaxis_transform())
+            ax.axvline(threshold, color="black", lw=0.8, ls="--", alpha=0.7)
+            ax.set_xlim(-0.03, 1.03)
+            ax.set_xlabel(f"held-out pair (4,3): {answer} share per seed")
+        axes[0].set_title("small init: inferential (x − 10)", fontsize=9)
+        axes[1].set_title("larger init: symmetric (x − 6)", fontsize=9)
+        labels = [textwrap.fill(f"{p['factor']}: {p['config']}" + (" [best over rates]" if p["read"] == "best"
+                                                                    else ""), width=48) for p in points]
+        axes[0].set_yticks(range(n - 1, -1, -1), labels, fontsize=7)
+        axes[0].set_ylim(-0.6, n - 0.4)
+        for i, p in enumerate(points):
+            axes[1].text(1.13, n - 1 - i, p["verdict"], va="center", fontsize=8, fontweight="bold",
+                         color=VERDICT_COLORS.get(p["verdict"], "black"), transform=axes[1].get_yaxis_transform())
+        handles = [Line2D([], [], ls="none", marker=marker[s], color="#555555", label=f"seed {s}") for s in seeds]
+        handles.append(Line2D([], [], ls="none", marker="o", markerfacecolor="white", markeredgecolor="#555555",
+                              label="unfinished run"))
+        handles.append(Line2D([], [], color="black", lw=0.8, ls="--", label=f"bar {threshold:g}"))
+        fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8)
+        fig.suptitle("P1's two sides on 3/3 seeds, point by point (verdict at the right: both sides at the bar?)",
+                     fontsize=10)
+        fig.tight_layout(rect=(0, 0.06, 0.93, 0.97))
+    return fig

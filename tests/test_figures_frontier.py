@@ -1,0 +1,122 @@
+"""p1-frontier (anchorlab.figures.frontier): a points file names, per config tried, the runs of its small and its
+larger init; the figure reads each side per seed (P1's best over a seed's runs, or the last evaluation) and says
+whether both reach the bar on 3/3 seeds. Run directories are written here by hand (config, metrics, summary)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from anchorlab import rundir
+from anchorlab.cli import main
+from anchorlab.config import ConfigError
+from anchorlab.figures import FIGURES, draw
+from anchorlab.figures.frontier import verdict
+from tests.conftest import tiny_config
+
+
+def run(d, gamma, seed, inferential, symmetric, seen_test=1.0, done=True, **dotted):
+    """A run directory with one evaluation (and, done, its summary and DONE marker)."""
+    cfg = tiny_config(**{"init.gamma": gamma, "seeds.init_seed": seed, **dotted})
+    d.mkdir(parents=True)
+    rundir.write_json(d / rundir.CONFIG, cfg.to_dict())
+    last = {"step": 60, "epoch": 6, "seen_test_acc": seen_test, "unseen_inferential_acc": inferential,
+            "unseen_symmetric_acc": symmetric}
+    (d / rundir.METRICS).write_text(json.dumps(last) + "\n")
+    if done:
+        rundir.write_json(d / rundir.SUMMARY, last)
+        (d / rundir.DONE).write_text("")
+    return d
+
+
+POINTS = '''
+[[point]]
+factor = "none"
+config = "best over rates"
+read = "best"
+command = "anchorlab sweep rates.toml"
+small = { gamma = 1.2, runs = ["rates"] }
+large = { gamma = 0.3, runs = ["rates"] }
+
+[[point]]
+factor = "width"
+config = "narrow, one rate"
+read = "last"
+small = { gamma = 1.2, runs = ["narrow/*"] }
+large = { gamma = 0.3, runs = ["not_yet_*"] }
+'''
+
+
+def test_p1_frontier_reads_each_side_per_seed_and_gives_the_verdict(tmp_path):
+    # point 1: γ 1.2 at two rates for each seed (the best of the two counts), γ 0.3 at one
+    for s, (low, high) in {1: (0.30, 0.95), 2: (0.91, 0.20), 3: (0.93, 0.50)}.items():
+        run(tmp_path / "rates" / f"a{s}", 1.2, s, low, 0.0, **{"train.lr_multiplier": 10.0})
+        run(tmp_path / "rates" / f"b{s}", 1.2, s, high, 0.01, **{"train.lr_multiplier": 30.0})
+        run(tmp_path / "rates" / f"c{s}", 0.3, s, 0.0, 0.97 + 0.01 * s)
+    # point 2: one run per seed, small init below the bar on seed 2; its large side not run yet
+    for s, inf in {1: 0.95, 2: 0.40, 3: 0.99}.items():
+        run(tmp_path / "narrow" / f"r{s}", 1.2, s, inf, 0.0)
+    (tmp_path / "points.toml").write_text(POINTS)
+    png = draw("p1-frontier", [tmp_path / "points.toml"], tmp_path / "out")
+    assert FIGURES["p1-frontier"].sources == "file" and png.stat().st_size > 10_000
+    rows = list(csv.DictReader(open(png.with_suffix(".csv"))))
+    got = {(r["point"], r["side"], r["seed"]): r for r in rows}
+    assert [float(got[("1", "small", s)]["value"]) for s in "123"] == [0.95, 0.91, 0.93]  # the best per seed
+    assert [got[("1", "small", s)]["run_id"] for s in "123"] == ["b1", "a2", "a3"]
+    assert [float(got[("1", "large", s)]["value"]) for s in "123"] == [0.98, 0.99, 1.0]
+    assert {r["verdict"] for r in rows if r["point"] == "1"} == {"yes"}
+    first = got[("1", "small", "1")]
+    assert first["command"] == "anchorlab sweep rates.toml" and first["n_runs"] == "2"
+    assert [float(got[("2", "small", s)]["value"]) for s in "123"] == [0.95, 0.40, 0.99]
+    assert got[("2", "large", "")]["status"] == "not run"  # the missing side: one row
+    assert {r["verdict"] for r in rows if r["point"] == "2"} == {"no"}  # seed 2 already misses: no rescue
+
+
+def test_the_verdict_needs_every_seed_finished_at_the_bar_with_the_seen_pairs_fitted():
+    ok = [{"value": 0.95, "seen_test": 0.97, "status": "done"}] * 3
+    assert verdict(ok, ok, seeds=3, threshold=0.9) == "yes"
+    assert verdict(ok[:2], ok, seeds=3, threshold=0.9) == "open"  # a seed short
+    assert verdict([], ok, seeds=3, threshold=0.9) == "open"  # a side not run
+    assert verdict([*ok[:2], {**ok[0], "status": "unfinished"}], ok, seeds=3, threshold=0.9) == "open"
+    unfitted = [*ok[:2], {**ok[0], "seen_test": 0.6}]  # inferential at the bar but the seen pairs not learned
+    assert verdict(unfitted, ok, seeds=3, threshold=0.9) == "no"
+    low = [*ok[:2], {**ok[0], "value": 0.5}]
+    assert verdict(ok, low, seeds=3, threshold=0.9) == "no"
+    assert verdict(ok, [{**r, "seen_test": 0.1} for r in ok], seeds=3, threshold=0.9) == "yes"  # large: answer only
+
+
+def test_last_reading_takes_one_run_per_seed(tmp_path):
+    run(tmp_path / "narrow" / "r1", 1.2, 1, 0.9, 0.0)
+    run(tmp_path / "narrow" / "r1b", 1.2, 1, 0.2, 0.0, **{"train.lr_multiplier": 30.0})
+    (tmp_path / "points.toml").write_text(POINTS.split("[[point]]")[0] + "[[point]]" + POINTS.split("[[point]]")[2])
+    with pytest.raises(ConfigError, match=r"point 1\.small: read = \"last\" takes one run per seed"):
+        draw("p1-frontier", [tmp_path / "points.toml"], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text, field", [
+    (POINTS.replace('read = "best"', 'read = "max"'), "point 1.read"),
+    (POINTS.replace('small = { gamma = 1.2, runs = ["rates"] }', 'small = { gamma = "big", runs = ["rates"] }'),
+     "point 1.small"),
+    ('factor = "none"\n', "[[point]]"),
+    ("[[point\n", "not a readable TOML points file"),
+])
+def test_a_bad_points_file_is_one_line_exit_2_nothing_written(tmp_path, capsys, text, field):
+    (tmp_path / "points.toml").write_text(text)
+    out = tmp_path / "out"
+    assert main(["figure", "p1-frontier", str(tmp_path / "points.toml"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and field in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_p1_frontier_takes_one_existing_file_and_checks_its_options(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["figure", "p1-frontier", str(tmp_path), "--out", str(out)]) == 2  # a directory, not a file
+    assert "takes one file" in capsys.readouterr().err and not out.exists()
+    (tmp_path / "points.toml").write_text(POINTS)
+    assert main(["figure", "p1-frontier", str(tmp_path / "points.toml"), "--option", "threshold=2",
+                 "--out", str(out)]) == 2
+    assert "option threshold" in capsys.readouterr().err and not out.exists()
