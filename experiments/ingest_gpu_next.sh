@@ -24,6 +24,7 @@
 #   docs/p1_both_sides/ends_rates_TAG/  the rest of `reproduce p1-both-sides` (γ 0.3 at the other rates, γ 1.2 at
 #                                       m = 30), and p1_both_sides/p1-gamma_ends_rates_{best,authors,each} redrawn
 #                                       over every committed run of that sweep
+#   docs/p1_frontier/p1-frontier.{png,csv}  every point of docs/p1_frontier/points.toml, redrawn
 #   docs/p1_mechanisms/epochs60/        the mechanism figures drawn on the device
 #   runs/p1_frontier_epochs60_weights/  the last weights of γ 1.2 / 0.3 seed 1 as run directories (for
 #                                       `anchorlab figure p1-fig4 | p1-fig3b` here)
@@ -180,3 +181,5 @@ EOF
     mkdir -p "$d/checkpoints" && cp docs/p1_frontier/epochs60/"$run"/* "$d/" && cp "$w" "$d/checkpoints/step_$step.safetensors"
     echo "$d: the weights at step $((10#$step)) (γ $g seed $s)"
 done
+# the frontier at a glance, redrawn over every committed point (docs/p1_frontier.md)
+"$AL" figure p1-frontier docs/p1_frontier/points.toml --out docs/p1_frontier >/dev/null
