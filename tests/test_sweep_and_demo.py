@@ -408,3 +408,42 @@ def test_demo_states_both_sides_by_p1s_protocol(tmp_path):
     assert "γ 0.3 symmetric >= 0.9 on 1/1 seeds" in text
     (tmp_path / "one.csv").write_text(head + "1.2,1,0.93,0.0,9,0.97,1.0\n")
     assert best_of_rates_text(tmp_path / "one.csv") == "" and best_of_rates_text(tmp_path / "none.csv") == ""
+
+
+def test_only_trains_part_of_the_grid_under_the_whole_grids_ids_and_the_rest_follows(tmp_path, capsys):
+    """`anchorlab sweep --only KEY=VALUE`: the points with that axis value (a tied axis's key too; a list keeps
+    several values), each under the run id it has in the whole grid, so the sweep directory fills part by part:
+    the manifest keeps the runs listed before, and the whole sweep afterwards trains only the rest."""
+    from anchorlab.cli import main
+    from anchorlab.sweep import narrow
+
+    path = write_sweep(tmp_path, '"init.gamma, train.lr" = [[0.5, 1e-3], [1.0, 3e-4]]\n"seed" = [1, 2, 3]')
+    whole = load_sweep(path)
+    ids = {tuple(p.values()): cfg.run_id() for p, cfg in whole.configs()}
+    part = narrow(whole, ["seed=[1, 3]", "train.lr=3e-4"])  # the tied axis, read by either of its keys
+    assert [tuple(p.values()) for p in part.points()] == [(1.0, 3e-4, 1), (1.0, 3e-4, 3)]
+    assert [cfg.run_id() for _, cfg in part.configs()] == [ids[(1.0, 3e-4, 1)], ids[(1.0, 3e-4, 3)]]
+    out = tmp_path / "sw"
+    assert main(["sweep", path, "--out", str(out), "--backend", "local", "--only", "seed=2"]) == 0
+    assert "2/2 runs done" in capsys.readouterr().out
+    assert main(["sweep", path, "--out", str(out), "--backend", "local", "--only", "seed=1",
+                 "--only", "init.gamma=0.5"]) == 0
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert set(manifest["runs"]) == {ids[(0.5, 1e-3, 2)], ids[(1.0, 3e-4, 2)], ids[(0.5, 1e-3, 1)]}
+    assert main(["sweep", path, "--out", str(out), "--dry-run"]) == 0
+    assert "3 done, 0 partial, 3 new" in capsys.readouterr().out  # the whole grid: the other three are left
+
+
+@pytest.mark.parametrize("only, message", [
+    ("seed=4", "--only seed: 4 is not on the axis; its values: 1, 2"),
+    ("model.n_layers=2", "--only model.n_layers: not an axis of sweep t; its axis keys: init.gamma, seed"),
+    ("seed", "--only seed: expected key=value"),
+])
+def test_only_with_a_key_or_value_off_the_grid_is_one_line_exit_2_nothing_written(tmp_path, capsys, only, message):
+    from anchorlab.cli import main
+
+    path = write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]\n"seed" = [1, 2]')
+    assert main(["sweep", path, "--out", str(tmp_path / "sw"), "--only", only]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
+    assert not (tmp_path / "sw").exists()

@@ -107,11 +107,13 @@ def _data(a: argparse.Namespace) -> None:
 
 def _sweep(a: argparse.Namespace) -> int:
     from anchorlab.execute import batch_plan, check_sweep_options, run_sweep
-    from anchorlab.sweep import check_out_dir, describe, load_sweep
+    from anchorlab.sweep import check_out_dir, describe, load_sweep, narrow
 
     check_sweep_options(workers=a.workers, backend=a.backend, batch_models=a.batch_models, address=a.address,
                         gpus_per_run=a.gpus_per_run, max_retries=a.max_retries)
     spec = load_sweep(a.file, a.set)
+    if a.only:
+        spec = narrow(spec, a.only)
     out = check_out_dir(Path(a.out) if a.out else Path("runs") / spec.name)
     if a.dry_run:
         print(describe(spec, out))
@@ -224,6 +226,9 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("--workers", type=int, default=2, help="1-thread worker processes")]),
     "sweep": (_sweep, "train every run of a grid (base config + axes): anchor-task or LM runs", [
         arg("file", help="sweep TOML (configs/sweeps/)"), SET,
+        arg("--only", action="append", default=[], metavar="KEY=VALUE", help="part of the grid: only the points "
+            "whose axis KEY is VALUE (or one of [V1, V2]); repeat for several axes. Runs keep their ids, so the "
+            "rest of the grid can follow into the same directory"),
         arg("--out", help="sweep directory (default runs/<name>)"),
         arg("--backend", **BACKEND, default="process"),
         arg("--workers", type=int, default=max(1, os.cpu_count() or 1), help="processes; ray: CPUs of a local cluster"),

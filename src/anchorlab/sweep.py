@@ -46,6 +46,8 @@ class SweepSpec:
     name: str
     base: dict[str, Any]  # resolved base run config (plain data)
     axes: dict[str, list[Any]] = field(default_factory=dict)
+    # part of the grid (`anchorlab sweep --only`, :func:`narrow`): axis key -> the values kept; {} = every point
+    only: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:
@@ -61,7 +63,8 @@ class SweepSpec:
             for axis, value in zip(self.axes, combo):
                 keys = axis_keys(axis)
                 point.update(zip(keys, value) if len(keys) > 1 else [(axis, value)])
-            out.append(point)
+            if all(point[k] in kept for k, kept in self.only.items()):
+                out.append(point)
         return out
 
     def configs(self) -> list[tuple[dict[str, Any], Any]]:
@@ -106,7 +109,7 @@ def load_sweep(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) ->
             raise ConfigError(f"{path}: {where}{key}: expected a dotted config key such as train.lr")
         if key in swept and where == "--set ":  # the axis sets it again for every run: the override would be lost
             raise ConfigError(f"{where}{key}: {key} is an axis of {path}; each run takes its value from the axis "
-                              f"(to run part of the grid, copy the sweep file and shorten the axis)")
+                              f"(to run part of the grid: --only {key}=VALUE)")
         for k in SEED_KEYS if key == "seed" else (key,):  # "seed" sets all three seeds, as in --set of train
             base = merge(base, _nest(k, value))
     for k, v in axes.items():
@@ -119,6 +122,33 @@ def load_sweep(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) ->
     spec = SweepSpec(name=data.get("name", path.stem), base=base, axes=axes)
     spec.configs()  # validate every point now, before anything is written
     return spec
+
+
+def narrow(spec: SweepSpec, selections: Sequence[str]) -> SweepSpec:
+    """``spec`` with only the grid points whose axis values match ``selections`` ("key=value" or
+    "key=[v1, v2]", as ``anchorlab sweep --only``; several keys: all must match). The runs keep the ids they
+    have in the whole grid, so a sweep directory can be filled part by part. A key that is not an axis, or a
+    value that is not on its axis, is a :class:`ConfigError` naming it and the allowed values."""
+    keys = [k for axis in spec.axes for k in axis_keys(axis)]
+    only = dict(spec.only)
+    for item in selections:
+        if "=" not in item:
+            raise ConfigError(f"--only {item}: expected key=value (an axis key and one of its values), e.g. seed=1")
+        key, value = parse_override(item)
+        if key not in keys:
+            raise ConfigError(f"--only {key}: not an axis of sweep {spec.name}; its axis keys: {', '.join(keys)}")
+        on_axis = list(dict.fromkeys(p[key] for p in SweepSpec(spec.name, spec.base, spec.axes).points()))
+        wanted = value if isinstance(value, list) else [value]
+        missing = [v for v in wanted if v not in on_axis]
+        if missing or not wanted:
+            raise ConfigError(f"--only {key}: {missing[0] if missing else value!r} is not on the axis; its values: "
+                              f"{', '.join(map(str, on_axis))}")
+        only[key] = [v for v in only.get(key, wanted) if v in wanted]
+    narrowed = SweepSpec(spec.name, spec.base, spec.axes, only)
+    if not narrowed.points():
+        raise ConfigError(f"--only: no grid point of sweep {spec.name} has "
+                          + ", ".join(f"{k} in {v}" for k, v in only.items()))
+    return narrowed
 
 
 def _nest(dotted: str, value: Any) -> dict[str, Any]:
@@ -222,10 +252,12 @@ def plan(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], Any
     out_dir = check_out_dir(out_dir)
     rows = expand(spec, out_dir)  # reads (and checks) every stored config.json before anything is written
     out_dir.mkdir(parents=True, exist_ok=True)
-    rundir.write_json(out_dir / MANIFEST, {
-        "name": spec.name, "base": spec.base, "axes": spec.axes,
-        "runs": {d.name: point for point, _, d in rows},
-    })
+    runs = {d.name: point for point, _, d in rows}
+    if spec.only and (out_dir / MANIFEST).exists():  # part of the grid: the runs listed before stay listed
+        before = read_manifest(out_dir)
+        if before.get("name") == spec.name and before.get("axes") == spec.axes:
+            runs = {**before["runs"], **runs}
+    rundir.write_json(out_dir / MANIFEST, {"name": spec.name, "base": spec.base, "axes": spec.axes, "runs": runs})
     return rows
 
 
@@ -244,6 +276,7 @@ def describe(spec: SweepSpec, out_dir: str | Path) -> str:
     rows = expand(spec, out_dir)
     lines = [f"sweep {spec.name} -> {out_dir}: {len(rows)} runs"]
     lines += [f"  {k} = {v}" for k, v in spec.axes.items()]
+    lines += [f"  only {k} in {v}" for k, v in spec.only.items()]
     dups = duplicates(spec, out_dir)
     if dups:
         lines.append(f"{len(dups)} duplicate grid point(s) merged (the same run, trained once):")
