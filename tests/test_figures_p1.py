@@ -188,6 +188,9 @@ def test_fig4_boxes_follow_equal_targets(runs, tmp_path):
     assert len(e6) == 24 * 24 and sum(r["equal_target"] == "True" for r in e6) == 6 * 16
     diag = [r for r in e6 if r["row"] == r["col"]]
     assert all(float(r["cosine"]) == pytest.approx(1.0) for r in diag)
+    # the CSV marks an input against itself, so its on-box mean can leave those out as the title's does
+    assert [r for r in e6 if r["self"] == "True"] == diag and all(r["self"] == "" for r in e5)
+    assert sum(r["equal_target"] == "True" and r["self"] == "False" for r in e6) == 6 * 16 - 24
 
 
 def test_fig4_center_subtracts_each_comparisons_mean_vector(runs, tmp_path):

@@ -268,8 +268,11 @@ def p1_fig4(run_dir: Path, out: str | Path, step: Step = None, center: bool = Fa
     rows = [{"panel": "E5", "row": keys[i], "col": keys[j], "cosine": C5[i, j], "equal_target": bool(boxes5[i, j]),
              "pairs": f"{E5_LOWER[0]}v{E5_LOWER[1]}" if tri[i, j] else f"{E5_UPPER[0]}v{E5_UPPER[1]}",
              "centered": center} for i in range(len(keys)) for j in range(len(keys))]
+    # "self": an input against itself (cos 1), inside its box; the title's on/off means leave it out, and so can a
+    # reader of the CSV (E5's diagonal compares two different fused vectors, so it has none)
     rows += [{"panel": "E6", "row": labels6[i], "col": labels6[j], "cosine": C6[i, j],
-              "equal_target": bool(boxes6[i, j]), "centered": center} for i in range(len(k6)) for j in range(len(k6))]
+              "equal_target": bool(boxes6[i, j]), "self": i == j, "centered": center}
+             for i in range(len(k6)) for j in range(len(k6))]
     return save_figure(fig, rows, Path(out), "p1-fig4", source={"run_id": d.name, "step": at})
 
 
