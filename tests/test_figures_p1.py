@@ -242,9 +242,14 @@ def test_fig12_eigenvalues_over_checkpoints(runs, tmp_path):
     rows = read_csv(tmp_path / "p1-fig12.csv")
     steps = sorted({int(r["step"]) for r in rows})
     assert len(steps) == 4 and steps[0] == 0  # every kept checkpoint
-    for s in map(str, steps):
-        e = [float(r["eigenvalue"]) for r in rows if r["step"] == s and r["run_id"] == runs[0].name]
-        assert len(e) == 16 and e == sorted(e, reverse=True) and min(e) >= 0
+    mine = [r for r in rows if r["run_id"] == runs[0].name]
+    full = [float(r["eigenvalue"]) for r in mine if r["panel"] == "a"]  # (a): the whole spectrum, at the last step
+    assert {int(r["step"]) for r in mine if r["panel"] == "a"} == {steps[-1]}
+    assert len(full) == 16 and full == sorted(full, reverse=True) and min(full) >= 0
+    for s in map(str, steps):  # (b): the leading top_k (default 4) at every step, and no more
+        e = [float(r["eigenvalue"]) for r in mine if r["panel"] == "b" and r["step"] == s]
+        assert len(e) == 4 and e == sorted(e, reverse=True)
+    assert [float(r["eigenvalue"]) for r in mine if r["panel"] == "b" and int(r["step"]) == steps[-1]] == full[:4]
 
 
 def test_fig13_spectra_and_stable_ranks(runs, tmp_path):

@@ -312,7 +312,8 @@ def p1_fig12(run_dirs: Sequence[Path], out: str | Path, top_k: int = 4, step: St
     """E9: (a) eigenvalues of the covariance of the item-token W_E rows at the last checkpoint, per run;
     (b) per run, the ``top_k`` leading eigenvalues at every kept checkpoint, or at the given ``step`` list
     (P1 shows the small-init run). (a) is the last of those steps. A run given as RUN_DIR@STEP (``run_steps``)
-    has (a) at STEP and (b) over its kept checkpoints up to STEP, whatever ``step`` says."""
+    has (a) at STEP and (b) over its kept checkpoints up to STEP, whatever ``step`` says. The CSV holds what is
+    drawn: ``panel`` "a" rows (every eigenvalue at the last step) and "b" rows (the ``top_k`` at each step)."""
     spectra, evolutions, rows = [], [], []
     loaded = _load_runs("p1-fig12", run_dirs, None, run_steps)
     for (d, _, cfg, _), at in zip(loaded, run_steps or [None] * len(loaded)):
@@ -327,8 +328,12 @@ def p1_fig12(run_dirs: Sequence[Path], out: str | Path, top_k: int = 4, step: St
         eigs = np.stack([embedding_covariance_eigs(embedding_rows(load_model(d, s)[0], tokens)) for s in steps])
         spectra.append((_label(cfg), eigs[-1]))
         evolutions.append((_label(cfg), np.asarray(steps), eigs[:, :top_k]))
-        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "step": s, "index": i + 1, "eigenvalue": float(e)}
-                 for s, es in zip(steps, eigs) for i, e in enumerate(es)]
+        # what the figure draws: (a) the whole spectrum at the last step, (b) the top_k at every step (not every
+        # eigenvalue at every checkpoint: with a checkpoint an epoch that made megabyte CSVs)
+        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "panel": "a", "step": steps[-1], "index": i + 1,
+                  "eigenvalue": float(e)} for i, e in enumerate(eigs[-1])]
+        rows += [{"run_id": d.name, "gamma": cfg.init.gamma, "panel": "b", "step": s, "index": i + 1,
+                  "eigenvalue": float(e)} for s, es in zip(steps, eigs) for i, e in enumerate(es[:top_k])]
     return save_figure(plot_covariance_eigs(spectra, evolutions), rows, Path(out), "p1-fig12")
 
 
