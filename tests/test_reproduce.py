@@ -134,3 +134,28 @@ def test_batch_models_trains_an_entrys_runs_stacked_and_is_checked_first(tmp_pat
     written = reproduce("tiny", out, registry=reg, workers=1, backend="local", batch_models=4, show_progress=False)
     assert seen == [(4, 4)] and written == [out / "figures" / "p1-gamma.png"]
     assert len(list((out / "grid").glob("*/DONE"))) == 4
+
+
+def test_only_trains_part_of_an_entry_and_draws_no_figure_until_the_whole_has_run(tmp_path, capsys):
+    """`anchorlab reproduce NAME --only KEY=VALUE`: that part of the entry's grids, under the whole grids' run ids;
+    no figure (a figure may select runs outside the part), a line saying how to draw what is there; then the same
+    command without --only trains only the rest and draws every figure. A key off the grid: one line, exit 2."""
+    from anchorlab.cli import main
+
+    reg = registry(tmp_path, '["p1-curves"]')
+    out = tmp_path / "out"
+    assert reproduce("tiny", out, registry=reg, workers=1, show_progress=False, only=("model.n_layers=1",)) == []
+    said = capsys.readouterr().out
+    assert "no figure drawn" in said and f"anchorlab figure NAME {out / 'grid'} (NAME: p1-curves)" in said
+    assert len(list((out / "grid").glob("*/DONE"))) == 2 and not (out / "figures").exists()
+    first = {p: p.stat().st_mtime_ns for p in (out / "grid").glob("*/summary.json")}
+    assert reproduce("tiny", out, registry=reg, workers=1, show_progress=False) == [out / "figures" / "p1-curves.png"]
+    assert len(list((out / "grid").glob("*/DONE"))) == 4
+    assert {p: p.stat().st_mtime_ns for p in first} == first  # the part trained first was not trained again
+    with pytest.raises(ConfigError, match=r"^--only seed: not an axis of sweep grid; its axis keys: init\.gamma, "):
+        reproduce("tiny", tmp_path / "o2", registry=reg, workers=1, show_progress=False, only=("seed=1",))
+    assert not (tmp_path / "o2").exists()
+    assert main(["reproduce", "p1-both-sides", "--out", str(tmp_path / "o3"), "--only", "seed=9"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--only seed: 9 is not on the axis; its values: 1, 2, 3" in err
+    assert not (tmp_path / "o3").exists()

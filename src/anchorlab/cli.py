@@ -160,7 +160,7 @@ def _reproduce(a: argparse.Namespace) -> None:
     if a.name == "list":
         return print(describe_registry())
     for path in reproduce(a.name, a.out, paper=a.paper, overrides=tuple(a.set), workers=a.workers,
-                          backend=a.backend, batch_models=a.batch_models, dry_run=a.dry_run):
+                          backend=a.backend, batch_models=a.batch_models, dry_run=a.dry_run, only=tuple(a.only)):
         print(f"wrote {path} and its data as {path.with_suffix('.csv')}")
 
 
@@ -204,6 +204,9 @@ RESUME = arg("--resume", metavar="RUN_DIR", help="train the unfinished run in RU
              "config its config.json holds (no config, --out or --from; --set only for train.threads)")
 BACKEND = {"choices": ("local", "process", "ray"), "help": "local: this process; process: 1-thread worker "
            "processes; ray: one Ray task per run (pip install 'anchorlab[ray]')"}
+ONLY = arg("--only", action="append", default=[], metavar="KEY=VALUE", help="part of the grid: only the points "
+           "whose axis KEY is VALUE (or one of [V1, V2]); repeat for several axes. Runs keep their ids, so the "
+           "rest of the grid can follow into the same directory")
 DRY = arg("--dry-run", action="store_true", help="print every run (done / partial / new); run nothing")
 COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]]] = {
     "train": (_train, "train one anchor-task run into a run directory", [
@@ -226,9 +229,7 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("--workers", type=int, default=2, help="1-thread worker processes")]),
     "sweep": (_sweep, "train every run of a grid (base config + axes): anchor-task or LM runs", [
         arg("file", help="sweep TOML (configs/sweeps/)"), SET,
-        arg("--only", action="append", default=[], metavar="KEY=VALUE", help="part of the grid: only the points "
-            "whose axis KEY is VALUE (or one of [V1, V2]); repeat for several axes. Runs keep their ids, so the "
-            "rest of the grid can follow into the same directory"),
+        ONLY,
         arg("--out", help="sweep directory (default runs/<name>)"),
         arg("--backend", **BACKEND, default="process"),
         arg("--workers", type=int, default=max(1, os.cpu_count() or 1), help="processes; ray: CPUs of a local cluster"),
@@ -256,7 +257,7 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("--out", help="output directory (default runs/reproduce/NAME)"),
         arg("--workers", type=int, default=2, help="1-thread worker processes"), arg("--backend", **BACKEND),
         arg("--batch-models", type=int, metavar="K", help="local: up to K same-shaped runs trained together "
-            "(stacked weights); default 16 on a GPU, 1 on a CPU"), SET, DRY]),
+            "(stacked weights); default 16 on a GPU, 1 on a CPU"), SET, ONLY, DRY]),
     "config": (_config, "print a resolved config as TOML, then the γ-std table of its model", [
         arg("config", nargs="?", help="TOML config of any run kind (default: the anchor-task defaults)"), SET]),
     "report": (_report, "one self-contained HTML report of a run or sweep directory", [

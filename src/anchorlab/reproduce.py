@@ -133,13 +133,17 @@ def draw_figures(rep: Reproduction, sweep_dirs: list[Path], out: Path) -> list[P
 
 def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, overrides: tuple[str, ...] = (),
               workers: int = 2, backend: str | None = None, batch_models: int | None = None,
-              registry: str | Path = REGISTRY, dry_run: bool = False, show_progress: bool = True) -> list[Path]:
+              registry: str | Path = REGISTRY, dry_run: bool = False, show_progress: bool = True,
+              only: tuple[str, ...] = ()) -> list[Path]:
     """Run entry ``name``'s sweeps and draw its figures; returns the PNG paths (``dry_run``: print the plan and
     return []). ``batch_models``: as ``anchorlab sweep --batch-models`` (local back-end: up to K same-shaped runs
     trained together; default 16 on a GPU). A run that fails does not stop the others; then
-    :class:`anchorlab.rundir.RunFailed` is raised (no figure is drawn) once every sweep has run."""
+    :class:`anchorlab.rundir.RunFailed` is raised (no figure is drawn) once every sweep has run. ``only``
+    ("key=value", as ``anchorlab sweep --only``; the key an axis of every sweep of the entry) trains that part of
+    the grids under the whole grids' run ids and draws no figure: it says how to draw what is there so far, and
+    the same command without ``only`` trains the rest and draws them."""
     from anchorlab.execute import batch_plan, check_sweep_options, run_all
-    from anchorlab.sweep import check_out_dir, describe, load_sweep, plan
+    from anchorlab.sweep import check_out_dir, describe, load_sweep, narrow, plan
 
     backend = backend or ("local" if workers <= 1 else "process")  # run_all's default
     check_sweep_options(workers=workers, backend=backend, batch_models=batch_models)
@@ -149,6 +153,8 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
         raise ConfigError(f"--paper: {name} has no paper-scale sweep in the registry")
     out = Path(out) if out is not None else Path("runs") / "reproduce" / (name + ("-paper" if paper else ""))
     specs = [load_sweep(f, overrides) for f in files]  # every sweep is validated before anything runs
+    if only:
+        specs = [narrow(spec, only) for spec in specs]
     for spec in specs:
         check_out_dir(out / spec.name)
     # --batch-models checked against every sweep's runs and the back-end before anything runs
@@ -156,7 +162,8 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
     if dry_run:
         for spec, line in zip(specs, batching, strict=True):
             print(describe(spec, out / spec.name) + (f"\n{line}" if line else ""))
-        print(f"then figures {', '.join(f.name for f in rep.figures)} -> {out / 'figures'}")
+        print(f"then figures {', '.join(f.name for f in rep.figures)} -> {out / 'figures'}" if not only else
+              "then no figure (--only: part of the grids)")
         return []
     from anchorlab.kinds import preflight
 
@@ -171,4 +178,10 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
     if failed:
         raise rundir.RunFailed(f"{len(failed)} run(s) failed (each named above); no figure drawn. Fix the cause and "
                                "run the same command again: finished runs are kept")
+    if only:  # a figure may select runs outside this part: none is drawn, and the reader is told how
+        names = [f.name for f in rep.figures]
+        print(f"reproduce {name}: trained the part {' '.join(only)}; no figure drawn. To draw what is there so far: "
+              f"anchorlab figure NAME {' '.join(map(str, dirs))} (NAME: {', '.join(names)}). The same command "
+              f"without --only trains the rest and draws them all.")
+        return []
     return draw_figures(rep, dirs, out / "figures")
