@@ -120,3 +120,26 @@ def test_p1_frontier_takes_one_existing_file_and_checks_its_options(tmp_path, ca
     assert main(["figure", "p1-frontier", str(tmp_path / "points.toml"), "--option", "threshold=2",
                  "--out", str(out)]) == 2
     assert "option threshold" in capsys.readouterr().err and not out.exists()
+
+
+def test_the_committed_points_file_loads_and_each_command_names_something_that_exists():
+    """docs/p1_frontier/points.toml (the frontier of docs/p1_frontier.md): every point is well formed and its command
+    names a sweep file, registry entry or script of this repository."""
+    import shlex
+    from pathlib import Path
+
+    from anchorlab.figures.frontier import load_points
+    from anchorlab.reproduce import load_registry
+
+    root = Path(__file__).resolve().parents[1]
+    points = load_points(root / "docs" / "p1_frontier" / "points.toml")
+    assert len(points) >= 10 and {p["factor"] for p in points} >= {"none", "width", "epochs", "data", "rate"}
+    entries = set(load_registry())
+    for p in points:
+        words = shlex.split(p["command"])
+        if words[:2] == ["anchorlab", "sweep"]:
+            assert (root / words[2]).is_file(), p["command"]
+        elif words[:2] == ["anchorlab", "reproduce"]:
+            assert words[2] in entries, p["command"]
+        else:
+            assert words[0] == "bash" and (root / words[1]).is_file(), p["command"]
