@@ -143,3 +143,15 @@ def test_the_committed_points_file_loads_and_each_command_names_something_that_e
             assert words[2] in entries, p["command"]
         else:
             assert words[0] == "bash" and (root / words[1]).is_file(), p["command"]
+
+
+def test_the_small_side_also_shows_the_seen_pairs_test_accuracy_that_the_verdict_needs():
+    from anchorlab.plotting.figures import plot_frontier
+
+    rows = [{"seed": s, "value": 0.95, "seen_test": 0.5 + 0.1 * s, "status": "done"} for s in (1, 2, 3)]
+    point = {"factor": "width", "config": "narrow", "read": "last", "verdict": "no",
+             "small": {"gamma": 1.2, "rows": rows}, "large": {"gamma": 0.3, "rows": rows}}
+    fig = plot_frontier([point], 0.9)
+    xs = lambda ax: sorted(round(float(x), 2) for c in ax.collections for x, _ in c.get_offsets())
+    assert xs(fig.axes[0]) == [0.6, 0.7, 0.8, 0.95, 0.95, 0.95]  # three answers and three seen-test ticks
+    assert xs(fig.axes[1]) == [0.95, 0.95, 0.95]  # the large side: its answer only

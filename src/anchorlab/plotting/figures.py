@@ -368,10 +368,11 @@ VERDICT_COLORS = {"yes": "#2ca02c", "no": "#d62728", "open": "#7f7f7f"}
 def plot_frontier(points: Sequence[dict[str, Any]], threshold: float = 0.9) -> Figure:
     """P1's frontier, one row per point (top to bottom in the given order): left the small init's inferential
     and right the larger init's symmetric accuracy on the held-out pair, one marker per seed (hollow: an
-    unfinished run), the bar ``threshold`` dashed, and at the right the point's verdict.
+    unfinished run; on the left a grey tick at the seen pairs' test accuracy of that run), the bar ``threshold``
+    dashed, and at the right the point's verdict.
 
     Each point: ``{"factor", "config", "read", "verdict", "small": None or {"gamma", "rows": [{"seed",
-    "value", "status"}, ...]}, "large": the same}``; a side with no rows is written "not run"."""
+    "value", "seen_test", "status"}, ...]}, "large": the same}``; a side with no rows is written "not run"."""
     n = len(points)
     seeds = sorted({r["seed"] for p in points for side in ("small", "large") if p.get(side)
                     for r in p[side]["rows"]})
@@ -393,6 +394,9 @@ def plot_frontier(points: Sequence[dict[str, Any]], threshold: float = 0.9) -> F
                     done = r["status"] == "done"
                     ax.scatter(float(r["value"]), y + jitter[r["seed"]], marker=marker[r["seed"]], s=26,
                                zorder=3, facecolors=color if done else "white", edgecolors=color, linewidths=1.0)
+                    if side == "small" and r.get("seen_test") is not None:  # the verdict's other condition
+                        ax.scatter(float(r["seen_test"]), y + jitter[r["seed"]], marker="|", s=40, zorder=2,
+                                   color=COLORS["seen_test"], linewidths=1.0)
                 ax.text(1.03, y, f"γ {spec['gamma']:g}", va="center", fontsize=7, color="#555555",
                         transform=ax.get_yaxis_transform())
             ax.axvline(threshold, color="black", lw=0.8, ls="--", alpha=0.7)
@@ -410,6 +414,8 @@ def plot_frontier(points: Sequence[dict[str, Any]], threshold: float = 0.9) -> F
         handles = [Line2D([], [], ls="none", marker=marker[s], color="#555555", label=f"seed {s}") for s in seeds]
         handles.append(Line2D([], [], ls="none", marker="o", markerfacecolor="white", markeredgecolor="#555555",
                               label="unfinished run"))
+        handles.append(Line2D([], [], ls="none", marker="|", markersize=8, color=COLORS["seen_test"],
+                              label="seen pairs' test accuracy\n(of the small init's run)"))
         handles.append(Line2D([], [], color="black", lw=0.8, ls="--", label=f"bar {threshold:g}"))
         fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8)
         fig.suptitle("P1's two sides on 3/3 seeds, point by point (verdict at the right: both sides at the bar?)",
