@@ -108,8 +108,9 @@ def run_demo(spec_path: str | Path = DEFAULT_SPEC, out_dir: str | Path = "demo_o
     for name, ok in checks.items():
         print(f"{'PASS' if ok else 'NOT REACHED'}  {name}")
     if not all(checks.values()):
-        print("P1's inferential side needs more width and steps than this CPU scale gives; the measured "
-              "frontier is in docs/p1_cpu_scale_search.md")
+        print("P1's inferential side needs more width and steps than this CPU scale gives: the search at CPU scale is "
+              "docs/p1_cpu_scale_search.md, every config tried down from the paper's is docs/p1_frontier.md "
+              "(anchorlab figure p1-frontier docs/p1_frontier/points.toml)")
         committed = paper_config_result()
         if committed:
             summary["paper_config_committed"] = committed
