@@ -36,10 +36,18 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 tar xzf "$SRC/p1_gpu_next.tar.gz" -C "$tmp"
 G=$tmp/gpu_next
 
+copied=()  # the docs/ folders this call filled: only their figures are redrawn (the others stay as committed)
+fresh() {  # DIR: true if DIR is, or is inside, a folder this call filled
+    local c
+    for c in "${copied[@]}"; do case "$1/" in "$c"/*) return 0 ;; esac; done
+    return 1
+}
+
 copy_runs() {  # SWEEP_DIR DEST: each run's small files and the sweep's index
     local src=$1 dst=$2 r
-    [ -d "$src" ] || { echo "not in the outputs: $(basename "$src")"; return 0; }
+    [ -d "$src" ] && [ -n "$(ls -A "$src")" ] || { echo "not in the outputs: $(basename "$src")"; return 0; }
     mkdir -p "$dst"
+    copied+=("$dst")
     [ -f "$src/sweep.json" ] && cp "$src/sweep.json" "$dst/"
     for r in "$src"/*/; do
         [ -f "$r/config.json" ] || continue
@@ -75,9 +83,9 @@ for cfg in sorted(root.glob("*/config.json")):
 EOF
 }
 
-figures() {  # SOURCE DEST_DIR SUFFIX FIGURE...
+figures() {  # SOURCE DEST_DIR SUFFIX FIGURE...: drawn only from a folder this call filled
     local src=$1 dst=$2 suffix=$3 fig; shift 3
-    [ -d "$src" ] || return 0
+    [ -d "$src" ] && fresh "$src" || return 0
     for fig in "$@"; do
         "$AL" figure "$fig" "$src" --out "$tmp/fig" >/dev/null
         for ext in png csv; do mv "$tmp/fig/$fig.$ext" "$dst/${fig}_$suffix.$ext"; done
@@ -103,7 +111,7 @@ for d in docs/p1_levers/wd_"$TAG"/wd* docs/p1_levers/lr_"$TAG"/m*; do
     [ -d "$d" ] && figures "$d" docs/p1_levers "$(basename "$(dirname "$d")")_$(basename "$d")" p1-gamma p1-curves
 done
 # P1's reading (§4): per seed the best over the rates, γ 1.2 at m = 10-30 beside γ 0.3 and 1.2 at m = 20 (the γ line)
-if [ -d "docs/p1_levers/lr_$TAG" ]; then
+if fresh "docs/p1_levers/lr_$TAG"; then
     m20=$(python3 - docs/p1_paper_gamma/h200_bf16 <<'EOF'
 import json, pathlib, sys
 for c in sorted(pathlib.Path(sys.argv[1]).glob("*/config.json")):
@@ -132,7 +140,7 @@ protocol_figures() {  # DEST_PREFIX SOURCE...: DEST_PREFIX_{best,authors,each}.{
     done
 }
 copy_runs "$G/p1_frontier_d128_rates" "docs/p1_frontier/d128_rates_$TAG"
-if [ -d "docs/p1_frontier/d128_rates_$TAG" ]; then
+if fresh "docs/p1_frontier/d128_rates_$TAG"; then
     protocol_figures "docs/p1_frontier/p1-gamma_d128_rates_$TAG" "docs/p1_frontier/d128_rates_$TAG"
 fi
 # the data-size factor, at equal epochs and at equal steps: one folder and one set of figures per data size
@@ -140,14 +148,14 @@ for kind in data data_steps; do
     copy_runs "$G/p1_frontier_$kind" "docs/p1_frontier/${kind}_$TAG"
     split_by "docs/p1_frontier/${kind}_$TAG" task.data_size n
     for d in docs/p1_frontier/"${kind}_$TAG"/n*; do
-        if [ -d "$d" ]; then
+        if [ -d "$d" ] && fresh "$d"; then
             protocol_figures "docs/p1_frontier/p1-gamma_${kind}_${TAG}_$(basename "$d")" "$d"
             figures "$d" docs/p1_frontier "${kind}_${TAG}_$(basename "$d")" p1-curves
         fi
     done
 done
 copy_runs "$G/p1_ends_rates" "docs/p1_both_sides/ends_rates_$TAG"
-if [ -d "docs/p1_both_sides/ends_rates_$TAG" ]; then
+if fresh "docs/p1_both_sides/ends_rates_$TAG"; then
     ends=$(python3 - <<'EOF'
 import json, pathlib
 runs = list(pathlib.Path("docs/p1_levers").glob("lr_*_bf16/m*/*/config.json"))
@@ -182,4 +190,6 @@ EOF
     echo "$d: the weights at step $((10#$step)) (γ $g seed $s)"
 done
 # the frontier at a glance, redrawn over every committed point (docs/p1_frontier.md)
-"$AL" figure p1-frontier docs/p1_frontier/points.toml --out docs/p1_frontier >/dev/null
+if [ "${#copied[@]}" -gt 0 ]; then
+    "$AL" figure p1-frontier docs/p1_frontier/points.toml --out docs/p1_frontier >/dev/null
+fi

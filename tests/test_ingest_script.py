@@ -1,0 +1,61 @@
+"""experiments/ingest_gpu_next.sh (after a device call): it brings the runs of the returned sweeps into docs/ and
+redraws the figures of those folders only; folders the call did not fill keep their committed figures. Run on a
+copy of the script in a scratch tree, with a stand-in for the anchorlab CLI that records each figure it is asked
+to draw."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKE_AL = """#!/usr/bin/env bash
+# a stand-in for `anchorlab figure NAME SOURCE... --out DIR`: logs the call, writes the two files
+echo "$*" >> "$LOG"
+name=$2; out=""; prev=""
+for a in "$@"; do [ "$prev" = "--out" ] && out=$a; prev=$a; done
+mkdir -p "$out" && touch "$out/$name.png" "$out/$name.csv"
+"""
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("bash", "tar", "python3")),
+                    reason="needs bash, tar and python3")
+def test_ingest_redraws_only_what_came_back(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "experiments").mkdir(parents=True)
+    shutil.copy(ROOT / "experiments" / "ingest_gpu_next.sh", tree / "experiments")
+    (tree / "docs" / "p1_frontier" / "epochs60" / "old").mkdir(parents=True)  # committed, not in this call
+    (tree / "docs" / "p1_frontier" / "epochs60" / "old" / "config.json").write_text("{}")
+    # what the device call brought back: one run of the data-size sweep, at a quarter of the rows
+    run = tmp_path / "back" / "gpu_next" / "p1_frontier_data" / "abc123"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"task": {"data_size": 225000}, "train": {}}))
+    for f in ("metrics.jsonl", "epochs.jsonl", "summary.json", "DONE"):
+        (run / f).write_text("")
+    with tarfile.open(tmp_path / "p1_gpu_next.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "back" / "gpu_next", arcname="gpu_next")
+    fake = tmp_path / "anchorlab"
+    fake.write_text(FAKE_AL)
+    fake.chmod(0o755)
+    log = tmp_path / "calls.log"
+    env = {"PATH": "/usr/bin:/bin", "AL": str(fake), "LOG": str(log)}
+    done = subprocess.run(["bash", str(tree / "experiments" / "ingest_gpu_next.sh"), str(tmp_path), "h200_bf16"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    moved = tree / "docs" / "p1_frontier" / "data_h200_bf16" / "n225000" / "abc123"
+    assert sorted(p.name for p in moved.iterdir()) == ["DONE", "config.json", "epochs.jsonl", "metrics.jsonl",
+                                                       "summary.json"]
+    calls = log.read_text().splitlines()
+    drawn = [c.split()[1] for c in calls]
+    assert drawn == ["p1-gamma", "p1-gamma", "p1-gamma", "p1-curves", "p1-frontier"], calls
+    assert all("data_h200_bf16/n225000" in c for c in calls[:4])  # the returned folder, nothing else
+    assert not any("epochs60" in c for c in calls)  # a committed folder this call did not fill
+    figures = tree / "docs" / "p1_frontier"
+    assert (figures / "p1-gamma_data_h200_bf16_n225000_best.png").is_file()
+    assert (figures / "p1-curves_data_h200_bf16_n225000.png").is_file()
+    assert not (figures / "p1-gamma_epochs60.png").exists()
