@@ -49,7 +49,7 @@ large = { gamma = 0.3, runs = ["not_yet_*"] }
 '''
 
 
-def test_p1_frontier_reads_each_side_per_seed_and_gives_the_verdict(tmp_path):
+def test_p1_frontier_reads_each_side_per_seed_and_gives_the_verdict(tmp_path, capsys):
     # point 1: γ 1.2 at two rates for each seed (the best of the two counts), γ 0.3 at one
     for s, (low, high) in {1: (0.30, 0.95), 2: (0.91, 0.20), 3: (0.93, 0.50)}.items():
         run(tmp_path / "rates" / f"a{s}", 1.2, s, low, 0.0, **{"train.lr_multiplier": 10.0})
@@ -72,6 +72,17 @@ def test_p1_frontier_reads_each_side_per_seed_and_gives_the_verdict(tmp_path):
     assert [float(got[("2", "small", s)]["value"]) for s in "123"] == [0.95, 0.40, 0.99]
     assert got[("2", "large", "")]["status"] == "not run"  # the missing side: one row
     assert {r["verdict"] for r in rows if r["point"] == "2"} == {"no"}  # seed 2 already misses: no rescue
+    assert "point" not in capsys.readouterr().err  # no side found runs of another γ only
+
+
+def test_a_side_whose_runs_are_all_of_another_gamma_is_not_run_and_says_so(tmp_path, capsys):
+    run(tmp_path / "rates" / "a1", 1.2, 1, 0.95, 0.0)
+    (tmp_path / "points.toml").write_text(POINTS.split("[[point]]")[0] + "[[point]]" + POINTS.split("[[point]]")[1])
+    rows = list(csv.DictReader(open(draw("p1-frontier", [tmp_path / "points.toml"], tmp_path / "out")
+                                    .with_suffix(".csv"))))
+    assert [r["status"] for r in rows if r["side"] == "large"] == ["not run"]
+    assert "point 1.large: none of the 1 runs found has γ 0.3 (they have 1.2); drawn as not run" in \
+        capsys.readouterr().err
 
 
 def test_the_verdict_needs_every_seed_finished_at_the_bar_with_the_seen_pairs_fitted():

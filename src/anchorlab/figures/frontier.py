@@ -24,6 +24,7 @@ unfinished, ``no`` otherwise.
 from __future__ import annotations
 
 import glob
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,12 @@ def side_rows(point: dict[str, Any], side: str, base: Path, where: str) -> list[
     spec = point.get(side)
     if spec is None:
         return []
-    rows = [r for r in gamma_rows(_run_dirs(base, spec["runs"])) if r["gamma"] == float(spec["gamma"])]
+    found = gamma_rows(_run_dirs(base, spec["runs"]))
+    rows = [r for r in found if r["gamma"] == float(spec["gamma"])]
+    if found and not rows:  # not started yet, or a γ mistyped: drawn "not run" either way, and said
+        others = ", ".join(f"{g:g}" for g in sorted({r["gamma"] for r in found}))
+        print(f"figure p1-frontier: {where}: none of the {len(found)} runs found has γ {spec['gamma']:g} (they have "
+              f"{others}); drawn as not run", file=sys.stderr)
     answer = SIDES[side]
     if point["read"] == "best":
         out = [{"seed": r["seed"], "value": r[answer], "seen_test": r[f"seen_test_best_{answer}"],
