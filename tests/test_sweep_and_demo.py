@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from anchorlab import rundir
 from anchorlab.config import ConfigError
 from anchorlab.demo import outcome, run_demo
 from anchorlab.sweep import load_sweep, plan
@@ -173,14 +174,16 @@ def test_collect_reads_a_folder_of_train_runs_with_the_fields_they_differ_in(tmp
                        ("c", ["init.gamma=1.0", "train.threads=1", "train.eval_every=1"])]:
         argv = ["train", str(tmp_path / "base.toml"), "--out", str(folder / name)]
         assert main([*argv, *[x for s in sets for x in ("--set", s)]]) == 0
-    (folder / "c" / "DONE").unlink()  # as if still training: its last evaluation, marked running
+    (folder / "c" / "DONE").unlink()  # as if stopped part way: its last evaluation, marked unfinished
+    (folder / "b" / "DONE").unlink()  # as if training now: a live process (this one) holds its LOCK
+    (folder / "b" / "LOCK").write_text(json.dumps(rundir._me()))
     assert main(["collect", str(folder)]) == 0
     rows = {r["run_id"]: r for r in csv.DictReader(open(folder / "summary.csv"))}
     assert sorted(rows) == ["a", "b", "c"] and rows["b"]["run_dir"] == str(folder / "b")
     assert list(rows["a"])[:5] == ["run_id", "run_dir", "init.gamma", "train.weight_decay", "status"]
     assert [(rows[n]["init.gamma"], rows[n]["train.weight_decay"]) for n in "abc"] == [
         ("0.5", "0.01"), ("1.0", "0.3"), ("1.0", "0.01")]
-    assert [rows[n]["status"] for n in "abc"] == ["done", "done", "running"]
+    assert [rows[n]["status"] for n in "abc"] == ["done", "running", "unfinished"]
     assert all(0 <= float(rows[n]["unseen_inferential_acc"]) <= 1 for n in "abc")
     spec = write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]')  # a sweep beside the folder: its own rows
     assert main(["sweep", spec, "--out", str(tmp_path / "sw"), "--backend", "local"]) == 0

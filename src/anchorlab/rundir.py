@@ -137,6 +137,16 @@ def _holder_alive(holder: dict[str, Any], host: str, age_s: float = 0.0) -> bool
     return not (holder.get("started") and _start_time(pid) and holder["started"] != _start_time(pid))
 
 
+def being_written(run_dir: str | Path) -> bool:
+    """True while a live process holds ``run_dir``'s LOCK (a trainer on it now); a LOCK left by a process that
+    has ended, or none, is False (:func:`_holder_alive` decides, as :func:`writer_lock` does)."""
+    path = Path(run_dir) / LOCK
+    if not path.exists():
+        return False
+    holder, age = _read_lock(path)
+    return _holder_alive(holder, socket.gethostname(), age)
+
+
 def _me() -> dict[str, Any]:
     return {"pid": os.getpid(), "host": socket.gethostname(), "boot": _boot_id(), "started": _start_time(os.getpid())}
 

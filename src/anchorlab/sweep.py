@@ -343,7 +343,9 @@ def collect_sources(sources: Sequence[str | Path]) -> list[dict[str, Any]]:
 
 
 def _row(run_dir: Path, head: dict[str, Any]) -> dict[str, Any]:
-    """``head``, then the run's status and every scalar of its summary (of its last evaluation if unfinished)."""
+    """``head``, then the run's status and every scalar of its summary (of its last evaluation if unfinished).
+    Status: "done", "failed", "running" (a live process holds its LOCK now), "unfinished" (stopped part way: the
+    same command resumes it) or "missing" (no evaluation yet)."""
     row = dict(head)
     if rundir.is_done(run_dir):
         s = rundir.read_json(run_dir / rundir.SUMMARY)
@@ -351,7 +353,8 @@ def _row(run_dir: Path, head: dict[str, Any]) -> dict[str, Any]:
     else:
         hist = rundir.read_metrics(run_dir)
         s = hist[-1] if hist else {}
-        row["status"] = "failed" if (run_dir / rundir.FAILED).exists() else "running" if hist else "missing"
+        row["status"] = ("failed" if (run_dir / rundir.FAILED).exists() else "missing" if not hist
+                         else "running" if rundir.being_written(run_dir) else "unfinished")
     for k, v in s.items():
         if isinstance(v, (int, float, str)) and not isinstance(v, bool) and k not in row:
             row[k] = v
