@@ -130,6 +130,7 @@ def narrow(spec: SweepSpec, selections: Sequence[str]) -> SweepSpec:
     have in the whole grid, so a sweep directory can be filled part by part. A key that is not an axis, or a
     value that is not on its axis, is a :class:`ConfigError` naming it and the allowed values."""
     keys = [k for axis in spec.axes for k in axis_keys(axis)]
+    grid = SweepSpec(spec.name, spec.base, spec.axes).points()  # the whole grid, whatever was kept before
     only = dict(spec.only)
     for item in selections:
         if "=" not in item:
@@ -137,7 +138,7 @@ def narrow(spec: SweepSpec, selections: Sequence[str]) -> SweepSpec:
         key, value = parse_override(item)
         if key not in keys:
             raise ConfigError(f"--only {key}: not an axis of sweep {spec.name}; its axis keys: {', '.join(keys)}")
-        on_axis = list(dict.fromkeys(p[key] for p in SweepSpec(spec.name, spec.base, spec.axes).points()))
+        on_axis = list(dict.fromkeys(p[key] for p in grid))
         wanted = value if isinstance(value, list) else [value]
         missing = [v for v in wanted if v not in on_axis]
         if missing or not wanted:

@@ -29,10 +29,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from anchorlab import rundir
 from anchorlab.config import ConfigError
 from anchorlab.figures import figure, save_figure
 from anchorlab.figures.phase import best_per_seed, gamma_rows
+from anchorlab.sweep import run_dirs
 
 SIDES = {"small": "inferential", "large": "symmetric"}
 READS = ("best", "last")
@@ -75,17 +75,10 @@ def load_points(path: Path) -> list[dict[str, Any]]:
 
 
 def _run_dirs(base: Path, patterns: list[str]) -> list[Path]:
-    """Every run directory the patterns (relative to ``base``) name: a match with a config.json is a run,
-    any other directory stands for the runs in it (a sweep, or a folder of runs)."""
-    found: list[Path] = []
-    for pattern in patterns:
-        for match in sorted(glob.glob(str(base / pattern))):
-            m = Path(match)
-            if (m / rundir.CONFIG).is_file():
-                found.append(m)
-            elif m.is_dir():
-                found += sorted(d for d in m.iterdir() if (d / rundir.CONFIG).is_file())
-    return list(dict.fromkeys(found))
+    """Every run directory the patterns (globs relative to ``base``) name, as :func:`anchorlab.sweep.run_dirs`
+    reads each match (a sweep or a folder stands for its runs)."""
+    matches = [m for pattern in patterns for m in sorted(glob.glob(str(base / pattern)))]
+    return list(dict.fromkeys(run_dirs(matches)))
 
 
 def side_rows(point: dict[str, Any], side: str, base: Path, where: str) -> list[dict[str, Any]]:
