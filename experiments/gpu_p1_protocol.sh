@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One device call for the next session lent a GPU (issue 16): the frontier's factors read the way P1 reads a cell
 # (per seed the best over peak learning rates, arXiv 2405.05409 §4; docs/p1_frontier.md), in order of priority:
-#  1. configs/sweeps/p1_frontier_data.toml: the data-size factor, the paper config with a half / a quarter of its
-#     rows, 27 epochs (cheaper runs), γ 1.2 at m = 17.5 / 25 / 30 and γ 0.3 at m = 20 × seeds 1-3: 24 runs,
-#     one batched group of 12 per data size;
-#  2. configs/sweeps/p1_frontier_data_steps.toml: the same at equal steps (epochs and schedule stretched 2× / 4×);
+#  1. configs/sweeps/p1_frontier_data_rates.toml: half the paper config's rows, 27 epochs, at all 9 rates (the
+#     frontier's nearest point: at 3 rates γ 1.2 passed on seeds 1 and 3, not 2), its finished runs copied in from
+#     docs/ first (the 12 of p1_frontier_data at this size, and any trained on the CPU), batched groups of 18;
+#  2. the rest of configs/sweeps/p1_frontier_data_steps.toml (a quarter of the rows at equal steps; its finished
+#     half-rows runs copied in first), batched groups of 12;
 #  3. the rest of configs/sweeps/p1_frontier_d128_rates.toml (d_model 128, γ 1.482 / 0.370: W_Q's std kept),
 #     its 54 finished runs (γ 1.2 / 0.3 kept) copied in from docs/ first, batched groups of 18;
 #  4. the rest of configs/sweeps/p1_ends_rates.toml (`anchorlab reproduce p1-both-sides`: γ 0.3 at the 8 rates
@@ -39,13 +40,16 @@ step() {  # SWEEP_TOML K: train the sweep into gpu_next/<its name> with groups o
 }
 
 touch "$SEEDED"
-step configs/sweeps/p1_frontier_data.toml 12
+seed_from_docs "$RUNS/gpu_next/p1_frontier_data_rates" docs/p1_frontier/data_h200_bf16/n450000/*/ \
+    docs/p1_frontier/data_rates_*/n450000/*/
+step configs/sweeps/p1_frontier_data_rates.toml 18
+seed_from_docs "$RUNS/gpu_next/p1_frontier_data_steps" docs/p1_frontier/data_steps_*/n*/*/
 step configs/sweeps/p1_frontier_data_steps.toml 12
 seed_from_docs "$RUNS/gpu_next/p1_frontier_d128_rates" docs/p1_frontier/d128_rates_*/*/
 step configs/sweeps/p1_frontier_d128_rates.toml 18
 seed_from_docs "$RUNS/gpu_next/p1_ends_rates" docs/p1_levers/lr_h200_bf16/m*/*/ docs/p1_paper_gamma/h200_bf16/*/
 step configs/sweeps/p1_ends_rates.toml 6
-for f in p1_frontier_data p1_frontier_data_steps p1_frontier_d128_rates p1_ends_rates; do
+for f in p1_frontier_data_rates p1_frontier_data_steps p1_frontier_d128_rates p1_ends_rates; do
     [ -d "$RUNS/gpu_next/$f" ] && cli sweep "configs/sweeps/$f.toml" --out "$RUNS/gpu_next/$f" --dry-run | tail -1
 done
 # what comes back: the runs trained here, not the ones copied in from docs/ (never an empty pattern, which would

@@ -18,9 +18,10 @@
 #                                       rates, with the γ line's m = 20 runs of γ 0.3 and 1.2)
 #   docs/p1_frontier/d128_rates_TAG/    P1's protocol at d_model 128 (γ 1.2 / 0.3 kept and W_Q-std matched × 9
 #                                       rates × seeds 1-3), and p1-gamma_d128_rates_TAG_{best,authors,each}
-#   docs/p1_frontier/data_TAG/nN/, data_steps_TAG/nN/  the data-size factor (task.data_size N) at equal epochs
-#                                       and equal steps, and p1-gamma_{data,data_steps}_TAG_nN_{best,authors,each},
-#                                       p1-curves_{data,data_steps}_TAG_nN
+#   docs/p1_frontier/data_TAG/nN/, data_steps_TAG/nN/, data_rates_TAG/nN/  the data-size factor
+#                                       (task.data_size N) at equal epochs, at equal steps and at P1's 9 rates,
+#                                       and p1-gamma_{data,data_steps,data_rates}_TAG_nN_{best,authors,each},
+#                                       p1-curves_{data,data_steps,data_rates}_TAG_nN
 #   docs/p1_both_sides/ends_rates_TAG/  the rest of `reproduce p1-both-sides` (γ 0.3 at the other rates, γ 1.2 at
 #                                       m = 30), and p1_both_sides/p1-gamma_ends_rates_{best,authors,each} redrawn
 #                                       over every committed run of that sweep
@@ -144,12 +145,15 @@ if fresh "docs/p1_frontier/d128_rates_$TAG"; then
     protocol_figures "docs/p1_frontier/p1-gamma_d128_rates_$TAG" "docs/p1_frontier/d128_rates_$TAG"
 fi
 # the data-size factor, at equal epochs and at equal steps: one folder and one set of figures per data size
-for kind in data data_steps; do
+for kind in data data_steps data_rates; do
     copy_runs "$G/p1_frontier_$kind" "docs/p1_frontier/${kind}_$TAG"
     split_by "docs/p1_frontier/${kind}_$TAG" task.data_size n
     for d in docs/p1_frontier/"${kind}_$TAG"/n*; do
         if [ -d "$d" ] && fresh "$d"; then
-            protocol_figures "docs/p1_frontier/p1-gamma_${kind}_${TAG}_$(basename "$d")" "$d"
+            src=("$d")  # the 9-rate protocol reads its grid's runs of every machine (the same run counts once)
+            [ "$kind" = data_rates ] && src+=(docs/p1_frontier/data_h200_bf16/"$(basename "$d")" \
+                docs/p1_frontier/data_rates_*/"$(basename "$d")")
+            protocol_figures "docs/p1_frontier/p1-gamma_${kind}_${TAG}_$(basename "$d")" "${src[@]}"
             figures "$d" docs/p1_frontier "${kind}_${TAG}_$(basename "$d")" p1-curves
         fi
     done

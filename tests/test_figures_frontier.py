@@ -85,6 +85,45 @@ def test_a_side_whose_runs_are_all_of_another_gamma_is_not_run_and_says_so(tmp_p
         capsys.readouterr().err
 
 
+def test_a_run_found_in_two_folders_is_read_once_from_its_finished_copy(tmp_path, capsys):
+    # the same run (same id) trained on two machines: a finished copy and one stopped part way, listed first
+    run(tmp_path / "cpu" / "r1", 1.2, 1, 0.20, 0.0, done=False)
+    run(tmp_path / "gpu" / "r1", 1.2, 1, 0.95, 0.0)
+    for s in (2, 3):
+        run(tmp_path / "gpu" / f"r{s}", 1.2, s, 0.92, 0.0)
+        run(tmp_path / "gpu" / f"l{s - 1}", 0.3, s - 1, 0.0, 0.99)
+    run(tmp_path / "gpu" / "l3", 0.3, 3, 0.0, 0.99)
+    (tmp_path / "points.toml").write_text(POINTS.split("[[point]]")[0] + "[[point]]"
+                                          + POINTS.split("[[point]]")[1].replace('["rates"]', '["cpu", "gpu"]'))
+    rows = list(csv.DictReader(open(draw("p1-frontier", [tmp_path / "points.toml"], tmp_path / "out")
+                                    .with_suffix(".csv"))))
+    small = {r["seed"]: r for r in rows if r["side"] == "small"}
+    assert (small["1"]["value"], small["1"]["status"], small["1"]["n_runs"]) == ("0.95", "done", "1")
+    assert {r["verdict"] for r in rows} == {"yes"}  # not "open" because of the unfinished copy
+    err = capsys.readouterr().err
+    assert f"run r1 is in {tmp_path / 'cpu' / 'r1'} and in {tmp_path / 'gpu' / 'r1'}; read once, from " \
+        f"{tmp_path / 'gpu' / 'r1'}" in err
+
+
+def test_a_seed_read_over_fewer_runs_than_runs_per_seed_is_partial_and_never_a_no(tmp_path):
+    # 2 of 3 rates run: seed 2 misses the bar so far, and a rate still to run could raise its best
+    for s, inf in {1: 0.95, 2: 0.40, 3: 0.93}.items():
+        for k, m in enumerate((10.0, 30.0)):
+            run(tmp_path / "rates" / f"r{s}{k}", 1.2, s, inf - 0.1 * k, 0.0, **{"train.lr_multiplier": m})
+        run(tmp_path / "rates" / f"l{s}", 0.3, s, 0.0, 0.99)
+    first = POINTS.split("[[point]]")[1]
+    with3 = first.replace('small = { gamma = 1.2, runs = ["rates"] }',
+                          'small = { gamma = 1.2, runs = ["rates"], runs_per_seed = 3 }')
+    (tmp_path / "points.toml").write_text(f"[[point]]{with3}[[point]]{first}")
+    rows = list(csv.DictReader(open(draw("p1-frontier", [tmp_path / "points.toml"], tmp_path / "out")
+                                    .with_suffix(".csv"))))
+    with3 = {r["seed"]: r for r in rows if r["point"] == "1" and r["side"] == "small"}
+    assert [with3[s]["status"] for s in "123"] == ["partial"] * 3 and with3["2"]["n_runs"] == "2"
+    assert {r["status"] for r in rows if r["point"] == "1" and r["side"] == "large"} == {"done"}  # its own count
+    assert {r["verdict"] for r in rows if r["point"] == "1"} == {"open"}
+    assert {r["verdict"] for r in rows if r["point"] == "2"} == {"no"}  # without it: what has run is all there is
+
+
 def test_the_verdict_needs_every_seed_finished_at_the_bar_with_the_seen_pairs_fitted():
     ok = [{"value": 0.95, "seen_test": 0.97, "status": "done"}] * 3
     assert verdict(ok, ok, seeds=3, threshold=0.9) == "yes"
@@ -109,6 +148,9 @@ def test_last_reading_takes_one_run_per_seed(tmp_path):
 
 @pytest.mark.parametrize("text, field", [
     (POINTS.replace('read = "best"', 'read = "max"'), "point 1.read"),
+    (POINTS.replace('runs = ["rates"] }', 'runs = ["rates"], runs_per_seed = 0 }'), "point 1.small.runs_per_seed"),
+    (POINTS.replace('runs = ["narrow/*"] }', 'runs = ["narrow/*"], runs_per_seed = 3 }'),
+     "point 2.small.runs_per_seed"),
     (POINTS.replace('small = { gamma = 1.2, runs = ["rates"] }', 'small = { gamma = "big", runs = ["rates"] }'),
      "point 1.small"),
     ('factor = "none"\n', "[[point]]"),

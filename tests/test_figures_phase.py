@@ -121,6 +121,20 @@ def test_p1_gamma_best_of_seed_is_p1s_best_over_each_seeds_runs(tmp_path):
     assert not (tmp_path / "o3").exists()
 
 
+def test_a_run_found_under_two_folders_is_drawn_once_from_its_further_copy(tmp_path, capsys):
+    """The same run (one id) trained on two machines, both folders given: one dot, from the copy that got further
+    (here the one with more evaluations), and a line on stderr; a dot per copy would count the seed twice."""
+    evals = CURVES[(0.8, 1)]
+    fake_run(tmp_path / "cpu" / "r1", 0.8, 1, evals[:2], done=False)
+    fake_run(tmp_path / "gpu" / "r1", 0.8, 1, evals, done=False)
+    fake_run(tmp_path / "gpu" / "r2", 0.5, 1, CURVES[(0.5, 1)], done=False)
+    png = draw("p1-gamma", [tmp_path / "cpu", tmp_path / "gpu"], tmp_path / "out")
+    rows = list(csv.DictReader(open(png.with_suffix(".csv"))))
+    assert sorted((r["run_id"], float(r["inferential"])) for r in rows) == [("r1", 0.93), ("r2", 0.0)]
+    assert f"run r1 is in {tmp_path / 'cpu' / 'r1'} and in {tmp_path / 'gpu' / 'r1'}; read once, from " \
+        f"{tmp_path / 'gpu' / 'r1'}" in capsys.readouterr().err
+
+
 def test_p1_curves_tells_a_cooled_down_branch_from_its_source(tmp_path, monkeypatch):
     from anchorlab.figures import phase
 

@@ -1,7 +1,8 @@
-"""experiments/gpu_p1_protocol.sh (the next GPU call) trains four sweeps, two of them seeded from the committed runs
-(the rest of `reproduce p1-both-sides`, and of the d_model 128 protocol), and brings back only what it trained: the
-seeded runs are listed once each (never an empty line, whose tar pattern would exclude every run), also across a
-second call on a warm machine. Run with a stand-in for Python that trains nothing."""
+"""experiments/gpu_p1_protocol.sh (the next GPU call) trains four sweeps, each seeded from the committed finished runs
+(the half-rows protocol, the rest of the equal-steps data sweep, of the d_model 128 protocol and of `reproduce
+p1-both-sides`), and brings back only what it trained: the seeded runs are listed once each (never an empty line,
+whose tar pattern would exclude every run), also across a second call on a warm machine. Run with a stand-in for
+Python that trains nothing."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ for a in "$@"; do [ "$prev" = "--out" ] && out=$a; [ "$a" = "--dry-run" ] && dry
 if [ "$dry" = 1 ]; then echo "dry run of $out"; else mkdir -p "$out/trained_$(basename "$out")"; \
     echo '{}' > "$out/trained_$(basename "$out")/config.json"; fi
 """
-SWEEPS = ("p1_frontier_data", "p1_frontier_data_steps", "p1_frontier_d128_rates", "p1_ends_rates")
+SWEEPS = ("p1_frontier_data_rates", "p1_frontier_data_steps", "p1_frontier_d128_rates", "p1_ends_rates")
 
 
 def _done(*patterns: str) -> set[str]:
@@ -39,8 +40,12 @@ def test_the_protocol_call_seeds_from_docs_and_brings_back_only_new_runs(tmp_pat
     env = {"PATH": "/usr/bin:/bin", "PY": str(fake), "RUNS": str(runs), "OUT": str(out), "LIMIT": "300"}
     ends = _done("docs/p1_levers/lr_h200_bf16/m*/*/DONE", "docs/p1_paper_gamma/h200_bf16/*/DONE")
     d128 = _done("docs/p1_frontier/d128_rates_*/*/DONE")
-    assert len(ends) >= 27 and len(d128) >= 54
-    expected = sorted([f"p1_ends_rates/{r}" for r in ends] + [f"p1_frontier_d128_rates/{r}" for r in d128])
+    rates = _done("docs/p1_frontier/data_h200_bf16/n450000/*/DONE", "docs/p1_frontier/data_rates_*/n450000/*/DONE")
+    steps = _done("docs/p1_frontier/data_steps_*/n*/*/DONE")
+    assert len(ends) >= 27 and len(d128) >= 54 and len(rates) >= 12 and len(steps) >= 12
+    expected = sorted([f"p1_ends_rates/{r}" for r in ends] + [f"p1_frontier_d128_rates/{r}" for r in d128]
+                      + [f"p1_frontier_data_rates/{r}" for r in rates]
+                      + [f"p1_frontier_data_steps/{r}" for r in steps])
     for call in (1, 2):  # the second, on a warm machine, seeds nothing new
         done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
@@ -54,4 +59,6 @@ def test_the_protocol_call_seeds_from_docs_and_brings_back_only_new_runs(tmp_pat
             assert back == {f"trained_{sweep}"}, (call, sweep)
     # an unfinished committed run (no DONE: its resume state was not committed) is not seeded: it trains again
     partial = {p.parent.name for p in ROOT.glob("docs/p1_frontier/d128_rates_*/*/config.json")} - d128
+    partial |= {p.parent.name for p in ROOT.glob("docs/p1_frontier/data_steps_*/n*/*/config.json")} - steps
+    assert partial
     assert not partial & {s.split("/")[1] for s in seeded}

@@ -310,6 +310,39 @@ def run_dirs(sources: Sequence[str | Path]) -> list[Path]:
     return out
 
 
+def unique_runs(dirs: Sequence[Path]) -> tuple[list[Path], list[str]]:
+    """``dirs`` with each run once: two run directories of one name whose configs are one run (the same
+    :meth:`~anchorlab.config.RunConfig.run_id`: the same run trained on two machines, or a copy) are kept once,
+    the finished copy over an unfinished one, else the one with more evaluations, else the first; in first-found
+    order. Directories that share a name but not a config stay two runs. Also one line per run read once, naming
+    its copies."""
+    kept: dict[tuple[str, str], Path] = {}
+    notes = []
+    for d in dict.fromkeys(dirs):
+        key = (d.name, _config_id(d))
+        other = kept.get(key)
+        if other is None or not key[1]:
+            kept[key if key[1] else (str(d), "")] = d
+            continue
+        pick = max((other, d), key=_progress)  # max keeps the first of equals
+        notes.append(f"run {d.name} is in {other} and in {d}; read once, from {pick}")
+        kept[key] = pick
+    return list(kept.values()), notes
+
+
+def _config_id(d: Path) -> str:
+    """The run id of ``d``'s config, or "" where it has none that loads (then it is never merged with another)."""
+    try:
+        return rundir.read_config(d).run_id()
+    except (OSError, ValueError, AttributeError, ConfigError):
+        return ""
+
+
+def _progress(d: Path) -> tuple[bool, int]:
+    """How far a run directory got: finished (a summary written), then its number of evaluations."""
+    return (d / rundir.SUMMARY).is_file(), len(rundir.read_metrics(d))
+
+
 def collect(sweep_dir: str | Path) -> list[dict[str, Any]]:
     """One row per run of a sweep: grid coordinates (from the manifest), status, and every scalar of the
     run's summary (``best`` flattened to ``best_<metric>``). Unfinished runs report their last evaluation."""

@@ -127,6 +127,13 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
         at += [(step, str(source))] * len(runs)
     if not srcs:
         raise ConfigError(f"figure {name}: give at least one {'run' if r.sources == 'runs' else r.sources} directory")
+    if r.sources == "runs" and all(step is None for step, _ in at):  # the same run under two folders: once
+        from anchorlab.sweep import unique_runs
+
+        srcs, notes = unique_runs(srcs)
+        at = [(None, "")] * len(srcs)
+        for note in notes:
+            print(f"figure {name}: {note}", file=sys.stderr)
     if r.sources != "runs" and len(srcs) != 1:
         raise ConfigError(f"figure {name}: takes one {r.sources} directory, got {len(srcs)}")
     for s in srcs:

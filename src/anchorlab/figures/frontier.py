@@ -14,11 +14,14 @@ docs' table and this figure share::
     command = "anchorlab sweep configs/sweeps/p1_frontier_d128_rates.toml"
     small = { gamma = 1.2, runs = ["d128_rates_h200_bf16"] }   # run or sweep directories, globs, relative
     large = { gamma = 0.3, runs = ["d128_rates_h200_bf16"] }   # to the points file; only runs of that γ count
+    # a side may also name runs_per_seed = 9 (read "best"): the runs each seed's best is to be taken over
 
 A side whose runs are not there yet (a sweep still to run) is drawn as "not run". The verdict of a point is
 ``yes`` where both sides reach ``threshold`` on every one of ``seeds`` seeds (the small side's run with seen-pair
 test accuracy ≥ ``threshold`` too, the issue's bar), ``open`` where a side is missing, short of seeds or
-unfinished, ``no`` otherwise.
+unfinished, ``no`` otherwise. With a side's ``runs_per_seed``, a seed read "best" over fewer runs than that (rates
+still to run) is ``partial``: drawn hollow like an unfinished run, and never a ``no``, since a rate still to
+run may raise its best.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any
 from anchorlab.config import ConfigError
 from anchorlab.figures import figure, save_figure
 from anchorlab.figures.phase import best_per_seed, gamma_rows
-from anchorlab.sweep import run_dirs
+from anchorlab.sweep import run_dirs, unique_runs
 
 SIDES = {"small": "inferential", "large": "symmetric"}
 READS = ("best", "last")
@@ -65,20 +68,28 @@ def load_points(path: Path) -> list[dict[str, Any]]:
             s = p.get(side)
             if s is None:
                 continue
-            ok = (isinstance(s, dict) and set(s) == {"gamma", "runs"} and isinstance(s["gamma"], (int, float))
-                  and not isinstance(s["gamma"], bool) and isinstance(s["runs"], list)
-                  and all(isinstance(r, str) for r in s["runs"]))
+            ok = (isinstance(s, dict) and {"gamma", "runs"} <= set(s) <= {"gamma", "runs", "runs_per_seed"}
+                  and isinstance(s["gamma"], (int, float)) and not isinstance(s["gamma"], bool)
+                  and isinstance(s["runs"], list) and all(isinstance(r, str) for r in s["runs"]))
             if not ok:
-                raise _fail(path, f"{where}.{side}", '{ gamma = NUMBER, runs = ["DIR or glob", ...] } (got '
-                            f"{s!r})")
+                raise _fail(path, f"{where}.{side}", '{ gamma = NUMBER, runs = ["DIR or glob", ...] } and '
+                            f"optionally runs_per_seed = INTEGER (got {s!r})")
+            n = s.get("runs_per_seed")
+            if n is not None and (p["read"] != "best" or isinstance(n, bool) or not isinstance(n, int) or n < 1):
+                raise _fail(path, f"{where}.{side}.runs_per_seed", f'an integer >= 1, with read = "best" (got '
+                            f"{n!r})")
     return points
 
 
-def _run_dirs(base: Path, patterns: list[str]) -> list[Path]:
+def _run_dirs(base: Path, patterns: list[str], where: str = "") -> list[Path]:
     """Every run directory the patterns (globs relative to ``base``) name, as :func:`anchorlab.sweep.run_dirs`
-    reads each match (a sweep or a folder stands for its runs)."""
+    reads each match (a sweep or a folder stands for its runs), each run once (:func:`~anchorlab.sweep.unique_runs`:
+    the same run in two folders counts once, said on stderr), so no seed is read twice."""
     matches = [m for pattern in patterns for m in sorted(glob.glob(str(base / pattern)))]
-    return list(dict.fromkeys(run_dirs(matches)))
+    runs, notes = unique_runs(run_dirs(matches))
+    for note in notes:
+        print(f"figure p1-frontier: {where}: {note}", file=sys.stderr)
+    return runs
 
 
 def side_rows(point: dict[str, Any], side: str, base: Path, where: str) -> list[dict[str, Any]]:
@@ -87,7 +98,7 @@ def side_rows(point: dict[str, Any], side: str, base: Path, where: str) -> list[
     spec = point.get(side)
     if spec is None:
         return []
-    found = gamma_rows(_run_dirs(base, spec["runs"]))
+    found = gamma_rows(_run_dirs(base, spec["runs"], where))
     rows = [r for r in found if r["gamma"] == float(spec["gamma"])]
     if found and not rows:  # not started yet, or a γ mistyped: drawn "not run" either way, and said
         others = ", ".join(f"{g:g}" for g in sorted({r["gamma"] for r in found}))
@@ -95,8 +106,10 @@ def side_rows(point: dict[str, Any], side: str, base: Path, where: str) -> list[
               f"{others}); drawn as not run", file=sys.stderr)
     answer = SIDES[side]
     if point["read"] == "best":
+        expect = spec.get("runs_per_seed", 0)
         out = [{"seed": r["seed"], "value": r[answer], "seen_test": r[f"seen_test_best_{answer}"],
-                "status": r["status"], "n_runs": r["n_runs"], "run_id": r[f"best_{answer}_run"]}
+                "status": "partial" if r["status"] == "done" and r["n_runs"] < expect else r["status"],
+                "n_runs": r["n_runs"], "run_id": r[f"best_{answer}_run"]}
                for r in best_per_seed(rows)]
     else:
         seeds = [r["seed"] for r in rows]
@@ -111,7 +124,8 @@ def side_rows(point: dict[str, Any], side: str, base: Path, where: str) -> list[
 
 def verdict(small: list[dict[str, Any]], large: list[dict[str, Any]], seeds: int, threshold: float) -> str:
     """"yes": both sides ≥ ``threshold`` on ``seeds`` seeds (the small side's run with seen test ≥ it too);
-    "open": a side missing, short of seeds or with an unfinished run; "no" otherwise."""
+    "open": a side missing, short of seeds or with a run unfinished (or a seed partial: rates still to run);
+    "no" otherwise."""
     def meets(rows: list[dict[str, Any]], seen: bool) -> bool:
         return all(float(r["value"]) >= threshold and (not seen or float(r["seen_test"] or 0) >= threshold)
                    for r in rows)

@@ -368,8 +368,8 @@ VERDICT_COLORS = {"yes": "#2ca02c", "no": "#d62728", "open": "#7f7f7f"}
 def plot_frontier(points: Sequence[dict[str, Any]], threshold: float = 0.9) -> Figure:
     """P1's frontier, one row per point (top to bottom in the given order): left the small init's inferential
     and right the larger init's symmetric accuracy on the held-out pair, one marker per seed (hollow: an
-    unfinished run; on the left a grey tick at the seen pairs' test accuracy of that run), the bar ``threshold``
-    dashed, and at the right the point's verdict.
+    unfinished run, or a seed whose rates are not all run; on the left a grey tick at the seen pairs' test
+    accuracy of that run), the bar ``threshold`` dashed, and at the right the point's verdict.
 
     Each point: ``{"factor", "config", "read", "verdict", "small": None or {"gamma", "rows": [{"seed",
     "value", "seen_test", "status"}, ...]}, "large": the same}``; a side with no rows is written "not run"."""
@@ -413,7 +413,7 @@ def plot_frontier(points: Sequence[dict[str, Any]], threshold: float = 0.9) -> F
                          color=VERDICT_COLORS.get(p["verdict"], "black"), transform=axes[1].get_yaxis_transform())
         handles = [Line2D([], [], ls="none", marker=marker[s], color="#555555", label=f"seed {s}") for s in seeds]
         handles.append(Line2D([], [], ls="none", marker="o", markerfacecolor="white", markeredgecolor="#555555",
-                              label="unfinished run"))
+                              label="unfinished run\n(or rates still to run)"))
         handles.append(Line2D([], [], ls="none", marker="|", markersize=8, color=COLORS["seen_test"],
                               label="seen pairs' test accuracy\n(of the small init's run)"))
         handles.append(Line2D([], [], color="black", lw=0.8, ls="--", label=f"bar {threshold:g}"))
