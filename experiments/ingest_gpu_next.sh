@@ -44,29 +44,11 @@ fresh() {  # DIR: true if DIR is, or is inside, a folder this call filled
     return 1
 }
 
-copy_runs() {  # SWEEP_DIR DEST: each run's small files and the sweep's index
-    local src=$1 dst=$2 r
+copy_runs() {  # SWEEP_DIR DEST: each run's records (`anchorlab export`: no weights, a reference by file name)
+    local src=$1 dst=$2
     [ -d "$src" ] && [ -n "$(ls -A "$src")" ] || { echo "not in the outputs: $(basename "$src")"; return 0; }
-    mkdir -p "$dst"
     copied+=("$dst")
-    [ -f "$src/sweep.json" ] && cp "$src/sweep.json" "$dst/"
-    for r in "$src"/*/; do
-        [ -f "$r/config.json" ] || continue
-        mkdir -p "$dst/$(basename "$r")"
-        for f in config.json metrics.jsonl epochs.jsonl sessions.jsonl summary.json DONE; do
-            [ -f "$r/$f" ] && cp "$r/$f" "$dst/$(basename "$r")/"
-        done
-    done
-    # a reference file is named by its file name alone (the device's path means nothing here)
-    python3 - "$dst" <<'EOF'
-import json, pathlib, sys
-for p in pathlib.Path(sys.argv[1]).glob("*/config.json"):
-    c = json.loads(p.read_text())
-    ref = c.get("task", {}).get("reference")
-    if ref and "/" in ref:
-        c["task"]["reference"] = pathlib.Path(ref).name
-        p.write_text(json.dumps(c, indent=2) + "\n")
-EOF
+    "$AL" export "$src" --out "$dst" >/dev/null
     echo "$dst: $(find "$dst" -name DONE | wc -l) done of $(find "$dst" -name config.json | wc -l) runs"
 }
 

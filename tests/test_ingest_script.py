@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -15,7 +16,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_AL = """#!/usr/bin/env bash
-# a stand-in for `anchorlab figure NAME SOURCE... --out DIR`: logs the call, writes the two files
+# a stand-in for `anchorlab figure NAME SOURCE... --out DIR`: logs the call, writes the two files; `export` is
+# the real one
+[ "$1" = export ] && exec "$PY" -m anchorlab.cli "$@"
 echo "$*" >> "$LOG"
 name=$2; out=""; prev=""
 for a in "$@"; do [ "$prev" = "--out" ] && out=$a; prev=$a; done
@@ -34,22 +37,26 @@ def test_ingest_redraws_only_what_came_back(tmp_path):
     # what the device call brought back: one run of the data-size sweep, at a quarter of the rows
     run = tmp_path / "back" / "gpu_next" / "p1_frontier_data" / "abc123"
     run.mkdir(parents=True)
-    (run / "config.json").write_text(json.dumps({"task": {"data_size": 225000}, "train": {}}))
+    (run / "config.json").write_text(json.dumps({"task": {"data_size": 225000, "reference":
+                                                          "/device/golden/p1_authors_paper_g0.8_s1.npz"}, "train": {}}))
     for f in ("metrics.jsonl", "epochs.jsonl", "summary.json", "DONE"):
         (run / f).write_text("")
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "step_0000000.safetensors").write_bytes(b"0")
     with tarfile.open(tmp_path / "p1_gpu_next.tar.gz", "w:gz") as tar:
         tar.add(tmp_path / "back" / "gpu_next", arcname="gpu_next")
     fake = tmp_path / "anchorlab"
     fake.write_text(FAKE_AL)
     fake.chmod(0o755)
     log = tmp_path / "calls.log"
-    env = {"PATH": "/usr/bin:/bin", "AL": str(fake), "LOG": str(log)}
+    env = {"PATH": "/usr/bin:/bin", "AL": str(fake), "LOG": str(log), "PY": sys.executable}
     done = subprocess.run(["bash", str(tree / "experiments" / "ingest_gpu_next.sh"), str(tmp_path), "h200_bf16"],
                           env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     moved = tree / "docs" / "p1_frontier" / "data_h200_bf16" / "n225000" / "abc123"
     assert sorted(p.name for p in moved.iterdir()) == ["DONE", "config.json", "epochs.jsonl", "metrics.jsonl",
-                                                       "summary.json"]
+                                                       "summary.json"]  # no checkpoint
+    assert json.loads((moved / "config.json").read_text())["task"]["reference"] == "p1_authors_paper_g0.8_s1.npz"
     calls = log.read_text().splitlines()
     drawn = [c.split()[1] for c in calls]
     assert drawn == ["p1-gamma", "p1-gamma", "p1-gamma", "p1-curves", "p1-frontier"], calls

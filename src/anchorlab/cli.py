@@ -1,6 +1,7 @@
-"""Command line: ``anchorlab train|lm|seq2seq|data|demo|sweep|collect|figure|reproduce|config|report``. Parses, then
-makes one library call per sub-command; values are checked where they are used, and a ConfigError (or a data
-set whose files are missing) is one line, exit 2; every argument is checked before the first file is written.
+"""Command line: ``anchorlab train|lm|seq2seq|data|demo|sweep|collect|export|figure|reproduce|config|report``.
+Parses, then makes one library call per sub-command; values are checked where they are used, and a ConfigError
+(or a data set whose files are missing) is one line, exit 2; every argument is checked before the first file is
+written.
 
 Exit status: 0 ok; 1 a run failed (it diverged, raised, or its worker died: one line per run says which and
 why, after the others finished); 2 bad input (a config value, a file, an argument: one line naming it); 130
@@ -138,6 +139,14 @@ def _collect(a: argparse.Namespace) -> None:
     print(f"wrote {out}: {len(rows)} runs, {sum(r['status'] == 'done' for r in rows)} done")
 
 
+def _export(a: argparse.Namespace) -> None:
+    from anchorlab.export import export_runs
+
+    lines = export_runs(a.source, a.out, a.name)
+    print("\n".join(lines))
+    print(f"exported {len(lines)} runs' records (no weights) to {a.out}")
+
+
 def _figure(a: argparse.Namespace) -> None:
     from anchorlab.figures import describe, draw, source_kind, split_source
     from anchorlab.sweep import check_out_dir
@@ -243,6 +252,10 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("source", nargs="+", help="sweep directories, folders of runs (such as runs/) and run directories; "
             "runs outside a sweep get as coordinates the config fields in which they differ"),
         arg("--out", help="CSV path (default FIRST_SOURCE/summary.csv; beside it for a run directory)")]),
+    "export": (_export, "copy runs' records (config, metrics, epochs, summary; no weights) to commit or share", [
+        arg("source", nargs="+", help="run directories, sweep directories and folders of runs"),
+        arg("--out", required=True, help="folder: each run goes to OUT/<its directory name>"),
+        arg("--name", help="with one run: its folder name under OUT instead")]),
     "figure": (_figure, "draw a paper figure from a sweep or run directory (PNG + CSV)", [
         arg("name", help="figure name; `anchorlab figure list` prints them"),
         arg("source", nargs="*", help="sweep directory, or run directories (a sweep, or a folder of runs such as "
