@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The records of this machine's long CPU runs (issue 16) into the docs folders that cite them, at each milestone:
+# `anchorlab export` (config, evaluations, per-epoch losses, sessions, summary, DONE; never a checkpoint), each run
+# by rename, so a run still training exports what it has logged so far. Runs not on this machine are skipped.
+#   bash experiments/sync_cpu_records.sh && git add docs && git commit -m "..."
+# Then redraw what reads them (docs/p1_frontier.md says which):
+#   anchorlab figure p1-curves docs/p1_levers/cpu_bf16/lr_m30_g{1.2_s1,1.2_s2,0.3_s1}_e210 --option loss=true
+#   anchorlab figure p1-frontier docs/p1_frontier/points.toml --out docs/p1_frontier
+# Set ANCHORLAB (default .venv/bin/anchorlab).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ANCHORLAB=${ANCHORLAB:-.venv/bin/anchorlab}
+
+# P1's top rate to epoch 210 (experiments/cpu_p1_m30_e210.sh): runs/p1_levers_cpu/lr_m30_gG_sN_bf16_e210
+for run in runs/p1_levers_cpu/lr_m30_g*_s*_bf16_e210; do
+    [ -f "$run/config.json" ] || continue
+    name=$(basename "$run"); name=${name/_bf16_e210/_e210}
+    "$ANCHORLAB" export "$run" --out docs/p1_levers/cpu_bf16 --name "$name" | sed -n 1p
+done
+# the half-rows protocol's runs trained here (configs/sweeps/p1_frontier_data_rates.toml)
+for run in runs/p1_frontier_data_rates/*/; do
+    [ -f "$run/config.json" ] || continue
+    "$ANCHORLAB" export "$run" --out docs/p1_frontier/data_rates_cpu_bf16/n450000 | sed -n 1p
+done
