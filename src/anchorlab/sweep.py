@@ -21,6 +21,7 @@ plots read that manifest and each run's ``config.json``, so the grid is never ty
 
 from __future__ import annotations
 
+import collections
 import copy
 import itertools
 import os
@@ -316,10 +317,12 @@ def unique_runs(dirs: Sequence[Path]) -> tuple[list[Path], list[str]]:
     the finished copy over an unfinished one, else the one with more evaluations, else the first; in first-found
     order. Directories that share a name but not a config stay two runs. Also one line per run read once, naming
     its copies."""
+    dirs = list(dict.fromkeys(dirs))
+    shared = {name for name, n in collections.Counter(d.name for d in dirs).items() if n > 1}
     kept: dict[tuple[str, str], Path] = {}
     notes = []
-    for d in dict.fromkeys(dirs):
-        key = (d.name, _config_id(d))
+    for d in dirs:
+        key = (d.name, _config_id(d) if d.name in shared else "-")  # configs read only where names meet
         other = kept.get(key)
         if other is None or not key[1]:
             kept[key if key[1] else (str(d), "")] = d
