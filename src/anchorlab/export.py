@@ -43,7 +43,7 @@ def export_runs(sources: Sequence[str | Path], out: str | Path, name: str | None
         found = [d for d in run_dirs([s]) if (d / rundir.CONFIG).is_file()]
         if not found:
             raise ConfigError(f"source: {s} holds no run (no {rundir.CONFIG} in it or in its folders)")
-        runs += [(d, s) for d in found]
+        runs += [(d, s) for d in found if d not in {r for r, _ in runs}]  # a run given twice is exported once
     if name is not None:
         if len(runs) != 1 or not name or Path(name).name != name or name in (".", ".."):
             raise ConfigError(f"--name: a folder name, for exactly one run (got {name!r} for {len(runs)} runs)")
@@ -76,6 +76,5 @@ def _export_one(run_dir: Path, target: Path) -> str:
     tmp.rename(target)
     shutil.rmtree(old, ignore_errors=True)
     n = len(rundir.read_metrics(target))
-    state = "done" if (target / rundir.DONE).is_file() else "failed" if (target / rundir.FAILED).is_file() \
-        else "unfinished"
+    state = "done" if rundir.is_done(target) else "failed" if (target / rundir.FAILED).is_file() else "unfinished"
     return f"{target}: {n} evaluations, {state}"

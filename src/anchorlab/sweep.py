@@ -322,10 +322,11 @@ def unique_runs(dirs: Sequence[Path]) -> tuple[list[Path], list[str]]:
     kept: dict[tuple[str, str], Path] = {}
     notes = []
     for d in dirs:
-        key = (d.name, _config_id(d) if d.name in shared else "-")  # configs read only where names meet
+        config_id = _config_id(d) if d.name in shared else "-"  # configs read only where names meet
+        key = (d.name, config_id) if config_id else (str(d), "")  # no config that loads: a run of its own
         other = kept.get(key)
-        if other is None or not key[1]:
-            kept[key if key[1] else (str(d), "")] = d
+        if other is None:
+            kept[key] = d
             continue
         pick = max((other, d), key=_progress)  # max keeps the first of equals
         notes.append(f"run {d.name} is in {other} and in {d}; read once, from {pick}")
@@ -342,8 +343,8 @@ def _config_id(d: Path) -> str:
 
 
 def _progress(d: Path) -> tuple[bool, int]:
-    """How far a run directory got: finished (a summary written), then its number of evaluations."""
-    return (d / rundir.SUMMARY).is_file(), len(rundir.read_metrics(d))
+    """How far a run directory got: finished (:func:`anchorlab.rundir.is_done`), then its number of evaluations."""
+    return rundir.is_done(d), len(rundir.read_metrics(d))
 
 
 def collect(sweep_dir: str | Path) -> list[dict[str, Any]]:
