@@ -36,7 +36,7 @@ def export_runs(sources: Sequence[str | Path], out: str | Path, name: str | None
     ``out/name`` for a single run; a sweep's manifest to ``out/sweep.json``. Every source is checked before the
     first file is written. One line per run: where it went, its evaluations, done or not."""
     out = check_out_dir(out)
-    runs = []
+    runs: list[tuple[Path, Path]] = []
     for s in map(Path, sources):
         if not s.is_dir():
             raise ConfigError(f"source: {s} is not a run or sweep directory")
