@@ -25,7 +25,7 @@ LAYERS: dict[str, int] = {
     # 2 training: one run (or K stacked runs) into a run directory
     "train": 2, "text.train": 2, "text.seq2seq_train": 2, "batched": 2, "extend": 2,
     # 3 reading runs and running many: analysis, sweeps, back-ends, the executor
-    "analysis": 3, "sweep": 3, "export": 3, "backends": 3, "execute": 3,
+    "analysis": 3, "sweep": 3, "export": 3, "status": 3, "backends": 3, "execute": 3,
     # 4 figure recipes
     "figures": 4,
     # 5 applications: the report, the paper registry, the demo, the notebook API

@@ -1,4 +1,4 @@
-"""Command line: ``anchorlab train|lm|seq2seq|data|demo|sweep|collect|export|figure|reproduce|config|report``.
+"""Command line: ``anchorlab train|lm|seq2seq|data|demo|sweep|collect|status|export|figure|reproduce|config|report``.
 Parses, then makes one library call per sub-command; values are checked where they are used, and a ConfigError
 (or a data set whose files are missing) is one line, exit 2; every argument is checked before the first file is
 written.
@@ -139,6 +139,13 @@ def _collect(a: argparse.Namespace) -> None:
     print(f"wrote {out}: {len(rows)} runs, {sum(r['status'] == 'done' for r in rows)} done")
 
 
+def _status(a: argparse.Namespace) -> None:
+    from anchorlab.status import format_table, status_rows
+
+    _sources(a.source)
+    print(format_table(status_rows(a.source)))
+
+
 def _export(a: argparse.Namespace) -> None:
     from anchorlab.export import export_runs
 
@@ -252,6 +259,8 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("source", nargs="+", help="sweep directories, folders of runs (such as runs/) and run directories; "
             "runs outside a sweep get as coordinates the config fields in which they differ"),
         arg("--out", help="CSV path (default FIRST_SOURCE/summary.csv; beside it for a run directory)")]),
+    "status": (_status, "where each run stands: state, epochs trained, last evaluation, time left (writes nothing)", [
+        arg("source", nargs="+", help="sweep directories, folders of runs (such as runs/) and run directories")]),
     "export": (_export, "copy runs' records (config, metrics, epochs, summary; no weights) to commit or share", [
         arg("source", nargs="+", help="run directories, sweep directories and folders of runs"),
         arg("--out", required=True, help="folder: each run goes to OUT/<its directory name>"),

@@ -1,0 +1,144 @@
+"""``anchorlab status``: where each run stands, as one table on the terminal.
+
+Long runs train for hours and across sessions, many at a time (a sweep, a queue of runs resumed each session).
+This reads their records, never their weights, and prints a row per run: its coordinates (a sweep's axes, or
+the config fields in which loose runs differ, as ``anchorlab collect`` gives them), its state, how far it has
+trained, its last evaluation (the headline metrics the progress bar shows), and for a run being trained now,
+the time left at the pace of its current session. It writes nothing.
+
+States (:func:`anchorlab.sweep.collect_sources`): ``done``; ``running`` (a live process holds the run's LOCK);
+``unfinished`` (stopped part way: the same command resumes it); ``failed``; ``missing`` (no evaluation yet).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from anchorlab import rundir
+from anchorlab.metrics import BAR_LABELS
+from anchorlab.sweep import MANIFEST, collect, collect_sources
+
+STATES = ("done", "running", "unfinished", "failed", "missing")
+
+
+def status_rows(sources: Sequence[str | Path], now: float | None = None) -> list[dict[str, Any]]:
+    """One row per run of ``sources`` (sweep directories, folders of runs, run directories): ``run_id``, its
+    coordinates, ``status``, ``epoch`` (epochs trained), ``epochs`` (of the config), ``eval_epoch`` (the epoch
+    of the last evaluation), ``loss`` (the last epoch's training loss), every headline metric of the last
+    evaluation (the final one of a finished run), and ``eta_s`` (seconds left, for a running run whose
+    current session has trained at least one epoch), each where known."""
+    now = time.time() if now is None else now
+    rows: list[dict[str, Any]] = []
+    loose = []
+    for s in map(Path, sources):
+        if (s / MANIFEST).is_file():
+            rows += [{**r, "run_dir": str(s / r["run_id"])} for r in collect(s)]
+        else:
+            loose.append(s)
+    if loose:
+        rows += collect_sources(loose)
+    return [_progress(r, Path(r["run_dir"]), now) for r in rows]
+
+
+def _progress(row: dict[str, Any], d: Path, now: float) -> dict[str, Any]:
+    out = {k: v for k, v in row.items() if k not in ("status", "run_dir") and k in _head(row)}
+    out["status"] = row["status"]
+    epochs = rundir.read_metrics(d, rundir.EPOCHS)
+    try:
+        out["epochs"] = int(rundir.read_config(d).train.epochs)
+    except Exception:  # a config that no longer loads: the rest of the row still reads
+        pass
+    if epochs:
+        out["epoch"] = int(epochs[-1]["epoch"])
+        out["loss"] = float(epochs[-1]["train_loss"])
+    elif row["status"] == "done" and "epochs" in out:
+        out["epoch"] = out["epochs"]
+    if "epoch" in row and row["status"] != "done":
+        out["eval_epoch"] = row["epoch"]
+    elif row["status"] == "done":
+        out["eval_epoch"] = out.get("epochs", row.get("epochs"))
+    if "loss" not in out and isinstance(row.get("train_loss"), (int, float)):
+        out["loss"] = float(row["train_loss"])
+    out.update({k: row[k] for k in BAR_LABELS if isinstance(row.get(k), (int, float))})
+    if row["status"] == "running" and epochs and "epochs" in out:
+        eta = _eta(d, epochs[-1], out["epochs"])
+        if eta is not None:
+            out["eta_s"] = eta
+    return out
+
+
+def _head(row: dict[str, Any]) -> list[str]:
+    """The keys before ``status`` in a collected row: run id, run directory and coordinates."""
+    keys = list(row)
+    return keys[: keys.index("status")] if "status" in keys else keys
+
+
+def _eta(d: Path, last: dict[str, Any], total_epochs: int) -> float | None:
+    """Seconds left at the current session's pace: steps trained since it started over the time they took
+    (to the last epoch record), evaluations included; None before its first epoch."""
+    sessions = rundir.read_metrics(d, rundir.SESSIONS)
+    if not sessions or "started" not in sessions[-1] or not last.get("epoch"):
+        return None
+    try:
+        started = datetime.strptime(sessions[-1]["started"], "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    except ValueError:
+        return None
+    done_steps = int(last["step"]) - int(sessions[-1].get("from_step", 0))
+    took = (d / rundir.EPOCHS).stat().st_mtime - started
+    if done_steps <= 0 or took <= 0:
+        return None
+    total_steps = int(last["step"]) / int(last["epoch"]) * total_epochs
+    return max(total_steps - int(last["step"]), 0) / (done_steps / took)
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
+
+
+def _cell(key: str, value: Any) -> str:
+    if value is None:
+        return ""
+    if key == "eta_s":
+        return _duration(value)
+    if key == "loss":
+        return f"{value:.3g}"
+    if isinstance(value, float) and key in BAR_LABELS:
+        return f"{value:.3f}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _column(key: str) -> Callable[[dict[str, Any]], str]:
+    return lambda r: _cell(key, r.get(key))
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """The rows as aligned text: run, coordinates (by their last dotted part where that is unambiguous),
+    state, ``epoch/epochs`` trained, the epoch of the last evaluation, the loss, the headline metrics (the
+    progress bar's short labels), the time left; then one line counting the states."""
+    coords = list(dict.fromkeys(k for r in rows for k in _head(r) if k != "run_id"))
+    short = {k: k.rsplit(".", 1)[-1] for k in coords}
+    if len(set(short.values())) < len(short):
+        short = {k: k for k in coords}
+    metrics = [k for k in BAR_LABELS if any(k in r for r in rows)]
+    columns: list[tuple[str, Callable[[dict[str, Any]], str]]] = [("run", lambda r: str(r.get("run_id", "")))]
+    columns += [(short[k], _column(k)) for k in coords]
+    columns += [("state", lambda r: r["status"]),
+                ("epoch", lambda r: f"{r.get('epoch', '')}/{r.get('epochs', '?')}" if "epoch" in r else ""),
+                ("eval at", _column("eval_epoch")), ("loss", _column("loss"))]
+    columns += [(BAR_LABELS[k], _column(k)) for k in metrics]
+    if any("eta_s" in r for r in rows):
+        columns.append(("left", _column("eta_s")))
+    cells = [[name for name, _ in columns]] + [[get(r) for _, get in columns] for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(columns))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
+             .rstrip() for line in cells]
+    counts = {s: sum(r["status"] == s for r in rows) for s in STATES}
+    lines.append(f"{len(rows)} runs: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    return "\n".join(lines)
