@@ -14,6 +14,7 @@
 # already started keeps the cadence it started with (`anchorlab train --resume`).
 # Cost: ~1.6 steps/s per trainer on the 2-core AMD EPYC VM, 77,700 steps and 71 evaluations of 900,000 rows
 # (~1 min each) a run: ~14 h a run from step 0, ~84 core-hours for the six.
+# `anchorlab status runs/p1_levers_cpu` shows where each run stands (epochs, last evaluation, time left).
 # Each run's progress bar goes to runs/p1_levers_cpu/NAME.log. Set SLOTS, ANCHORLAB (default .venv/bin/anchorlab).
 set -uo pipefail
 cd "$(dirname "$0")/.."
