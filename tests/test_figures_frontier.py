@@ -135,6 +135,18 @@ def test_the_verdict_needs_every_seed_finished_at_the_bar_with_the_seen_pairs_fi
     low = [*ok[:2], {**ok[0], "value": 0.5}]
     assert verdict(ok, low, seeds=3, threshold=0.9) == "no"
     assert verdict(ok, [{**r, "seen_test": 0.1} for r in ok], seeds=3, threshold=0.9) == "yes"  # large: answer only
+    assert verdict([low[2]], ok, seeds=3, threshold=0.9) == "no"  # one finished seed misses: the rest cannot help
+
+
+def test_a_partial_seed_passes_once_at_the_bar_and_never_misses():
+    """A seed read "best" over fewer rates than the side names: a best of more runs is no lower, so one already at
+    the bar passes, and one below it may still pass; a seed whose every rate has run and missed is a "no"."""
+    ok = {"value": 0.95, "seen_test": 0.97, "status": "done"}
+    part, short = {**ok, "status": "partial"}, {**ok, "value": 0.85, "status": "partial"}
+    assert verdict([part, part, ok], [ok] * 3, seeds=3, threshold=0.9) == "yes"
+    assert verdict([part, short, ok], [ok] * 3, seeds=3, threshold=0.9) == "open"
+    assert verdict([part, {**short, "status": "done"}, part], [ok] * 3, seeds=3, threshold=0.9) == "no"
+    assert verdict([part, part, {**part, "seen_test": 0.5}], [ok] * 3, seeds=3, threshold=0.9) == "open"  # unfitted
 
 
 def test_last_reading_takes_one_run_per_seed(tmp_path):

@@ -18,10 +18,11 @@ docs' table and this figure share::
 
 A side whose runs are not there yet (a sweep still to run) is drawn as "not run". The verdict of a point is
 ``yes`` where both sides reach ``threshold`` on every one of ``seeds`` seeds (the small side's run with seen-pair
-test accuracy ≥ ``threshold`` too, the issue's bar), ``open`` where a side is missing, short of seeds or
-unfinished, ``no`` otherwise. With a side's ``runs_per_seed``, a seed read "best" over fewer runs than that (rates
-still to run) is ``partial``: drawn hollow like an unfinished run, and never a ``no``, since a rate still to
-run may raise its best.
+test accuracy ≥ ``threshold`` too, the issue's bar), ``no`` where a finished seed of either side misses it (no
+other seed can make up for it), ``open`` otherwise (a side missing or short of seeds, a run unfinished). With a
+side's ``runs_per_seed``, a seed read "best" over fewer runs than that (rates still to run) is ``partial``: drawn
+hollow like an unfinished run, never a miss, since a rate still to run may raise its best, and a pass once at the
+bar, since none can lower it.
 """
 
 from __future__ import annotations
@@ -124,19 +125,19 @@ def side_rows(point: dict[str, Any], side: str, base: Path, where: str) -> list[
 
 def verdict(small: list[dict[str, Any]], large: list[dict[str, Any]], seeds: int, threshold: float) -> str:
     """"yes": both sides ≥ ``threshold`` on ``seeds`` seeds (the small side's run with seen test ≥ it too);
-    "open": a side missing, short of seeds or with a run unfinished (or a seed partial: rates still to run);
-    "no" otherwise."""
-    def meets(rows: list[dict[str, Any]], seen: bool) -> bool:
-        return all(float(r["value"]) >= threshold and (not seen or float(r["seen_test"] or 0) >= threshold)
-                   for r in rows)
+    "no": a finished seed of either side misses the bar (the seeds are fixed, so no other seed can make up for
+    it); "open" otherwise (a side missing or short of seeds, a run unfinished). A ``partial`` seed (read "best"
+    over fewer rates than the side names) is never a miss, since a rate still to run may raise its best, and one
+    already at the bar is a pass, since it cannot lower it."""
+    def meets(r: dict[str, Any], seen: bool) -> bool:
+        return float(r["value"]) >= threshold and (not seen or float(r["seen_test"] or 0) >= threshold)
 
-    complete = all(len(rows) >= seeds and all(r["status"] == "done" for r in rows) for rows in (small, large))
-    if complete and meets(small, seen=True) and meets(large, seen=False):
+    sides = ((small, True), (large, False))
+    if any(r["status"] == "done" and not meets(r, seen) for rows, seen in sides for r in rows):
+        return "no"
+    if all(len(rows) >= seeds and all(r["status"] in ("done", "partial") and meets(r, seen) for r in rows)
+           for rows, seen in sides):
         return "yes"
-    # a finished side that already misses on some seed cannot be rescued by the other
-    for rows, seen in ((small, True), (large, False)):
-        if len(rows) >= seeds and all(r["status"] == "done" for r in rows) and not meets(rows, seen):
-            return "no"
     return "open"
 
 
