@@ -12,26 +12,25 @@ States (:func:`anchorlab.sweep.collect_sources`): ``done``; ``running`` (a live 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from anchorlab import rundir
+from anchorlab.config import ConfigError
 from anchorlab.metrics import BAR_LABELS
 from anchorlab.sweep import MANIFEST, collect, collect_sources
 
 STATES = ("done", "running", "unfinished", "failed", "missing")
 
 
-def status_rows(sources: Sequence[str | Path], now: float | None = None) -> list[dict[str, Any]]:
+def status_rows(sources: Sequence[str | Path]) -> list[dict[str, Any]]:
     """One row per run of ``sources`` (sweep directories, folders of runs, run directories): ``run_id``, its
     coordinates, ``status``, ``epoch`` (epochs trained), ``epochs`` (of the config), ``eval_epoch`` (the epoch
     of the last evaluation), ``loss`` (the last epoch's training loss), every headline metric of the last
     evaluation (the final one of a finished run), and ``eta_s`` (seconds left, for a running run whose
     current session has trained at least one epoch), each where known."""
-    now = time.time() if now is None else now
     rows: list[dict[str, Any]] = []
     loose = []
     for s in map(Path, sources):
@@ -41,16 +40,16 @@ def status_rows(sources: Sequence[str | Path], now: float | None = None) -> list
             loose.append(s)
     if loose:
         rows += collect_sources(loose)
-    return [_progress(r, Path(r["run_dir"]), now) for r in rows]
+    return [_progress(r, Path(r["run_dir"])) for r in rows]
 
 
-def _progress(row: dict[str, Any], d: Path, now: float) -> dict[str, Any]:
-    out = {k: v for k, v in row.items() if k not in ("status", "run_dir") and k in _head(row)}
+def _progress(row: dict[str, Any], d: Path) -> dict[str, Any]:
+    out = {k: row[k] for k in _head(row) if k != "run_dir"}
     out["status"] = row["status"]
     epochs = rundir.read_metrics(d, rundir.EPOCHS)
     try:
         out["epochs"] = int(rundir.read_config(d).train.epochs)
-    except Exception:  # a config that no longer loads: the rest of the row still reads
+    except (OSError, ValueError, AttributeError, ConfigError):  # a config that no longer loads: the rest still reads
         pass
     if epochs:
         out["epoch"] = int(epochs[-1]["epoch"])
@@ -79,7 +78,7 @@ def _head(row: dict[str, Any]) -> list[str]:
 
 def _eta(d: Path, last: dict[str, Any], total_epochs: int) -> float | None:
     """Seconds left at the current session's pace: steps trained since it started over the time they took
-    (to the last epoch record), evaluations included; None before its first epoch."""
+    (to the last epoch record), evaluations and any pause included; None before its first epoch."""
     sessions = rundir.read_metrics(d, rundir.SESSIONS)
     if not sessions or "started" not in sessions[-1] or not last.get("epoch"):
         return None
