@@ -15,10 +15,13 @@
 # Cost: ~1.6 steps/s per trainer on the 2-core AMD EPYC VM, 77,700 steps and 71 evaluations of 900,000 rows
 # (~1 min each) a run: ~14 h a run from step 0, ~84 core-hours for the six.
 # `anchorlab status runs/p1_levers_cpu` shows where each run stands (epochs, last evaluation, time left).
-# Each run's progress bar goes to runs/p1_levers_cpu/NAME.log. Set SLOTS, ANCHORLAB (default .venv/bin/anchorlab).
+# Each run's progress bar goes to runs/p1_levers_cpu/NAME.log. Set SLOTS, THREADS (intra-op threads per trainer;
+# default 2 / SLOTS, at least 1: every session passes it, since a run started elsewhere may have stored another),
+# ANCHORLAB (default .venv/bin/anchorlab).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SLOTS=${SLOTS:-2}
+THREADS=${THREADS:-$(( SLOTS >= 2 ? 1 : 2 ))}
 ANCHORLAB=${ANCHORLAB:-.venv/bin/anchorlab}
 ROOT=${ROOT:-runs/p1_levers_cpu}
 export OMP_WAIT_POLICY=PASSIVE
@@ -29,24 +32,25 @@ train_one() {  # γ seed: resume the run, or start it (from a shorter run of it 
     mkdir -p "$ROOT"
     echo "$(date -u +%FT%TZ) γ $gamma seed $seed -> $out"
     if [ -f "$out/config.json" ]; then
-        "$ANCHORLAB" train --resume "$out" >> "$log" 2>&1
+        "$ANCHORLAB" train --resume "$out" --set "train.threads=$THREADS" >> "$log" 2>&1
     else
         for src in "$ROOT/lr_m30_g$1_s$2_bf16_e39" "$ROOT/lr_m30_g$1_s$2_bf16" ""; do
             [ -z "$src" ] || [ -f "$src/config.json" ] && break
         done
         if [ -n "$src" ]; then
-            "$ANCHORLAB" train --from "$src" --set train.epochs=210 --set train.checkpoint_every=3 --out "$out" \
+            "$ANCHORLAB" train --from "$src" --set train.epochs=210 --set train.checkpoint_every=3 \
+                --set "train.threads=$THREADS" --out "$out" \
                 >> "$log" 2>&1
         else
             "$ANCHORLAB" train configs/p1/cbook.toml --set train.epochs=210 --set train.eval_every=3 \
                 --set train.checkpoint_every=3 --set train.precision=bf16 --set "init.gamma=$gamma" \
-                --set train.lr_multiplier=30 --set "seed=$seed" --set train.threads=1 --out "$out" >> "$log" 2>&1
+                --set train.lr_multiplier=30 --set "seed=$seed" --set "train.threads=$THREADS" --out "$out" >> "$log" 2>&1
         fi
     fi
     echo "$(date -u +%FT%TZ) γ $gamma seed $seed: exit $?"
 }
 export -f train_one
-export ROOT ANCHORLAB
+export ROOT ANCHORLAB THREADS
 
 printf '%s\n' "1.2 2" "1.2 1" "0.3 1" "1.2 3" "0.3 2" "0.3 3" \
     | xargs -P "$SLOTS" -L 1 bash -c 'train_one "$0" "$1"'
