@@ -43,7 +43,8 @@ def test_the_longer_run_ends_as_the_uninterrupted_one(runs):
     extended = train(cfg, root / "ext", show_progress=False)
     assert rundir.read_metrics(root / "ext") == rundir.read_metrics(root / "full")
     assert [r["epoch"] for r in rundir.read_metrics(root / "ext")] == [0, 2, 4, 5]
-    assert rundir.read_metrics(root / "ext", rundir.EPOCHS) == rundir.read_metrics(root / "full", rundir.EPOCHS)
+    assert rundir.results(rundir.read_metrics(root / "ext", rundir.EPOCHS)) == rundir.results(
+        rundir.read_metrics(root / "full", rundir.EPOCHS))
     assert rundir.checkpoint_steps(root / "ext") == rundir.checkpoint_steps(root / "full")
     a, b = rundir.load_checkpoint(root / "ext"), rundir.load_checkpoint(root / "full")
     assert all(torch.equal(a[k], b[k]) for k in b)

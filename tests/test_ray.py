@@ -71,7 +71,7 @@ def _cluster(ray_env: Path, hook: Callable[[], None]) -> dict:
 
 
 def _records(run_dir: Path, name: str) -> list[dict]:
-    return rundir.read_metrics(run_dir, name)
+    return rundir.results(rundir.read_metrics(run_dir, name))  # when each was written aside
 
 
 def test_2x2_sweep_on_a_local_ray_cluster_equals_plain_training(tmp_path, ray_env, capsys):

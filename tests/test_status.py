@@ -76,6 +76,24 @@ def test_a_running_run_shows_the_time_left_at_its_current_sessions_pace(tmp_path
     assert table.splitlines()[-1] == "1 runs: 1 running"
 
 
+def test_the_pace_leaves_out_a_pause_and_the_table_shows_the_sessions_threads(tmp_path):
+    # resumed at step 10 (epoch 1) at 10:00 on 2 threads; epochs of 10 steps logged with their times, 10 min
+    # apart, except that the process was stopped for an hour during epoch 4: 30 steps in 30 min count, the
+    # 50 steps left of 10 epochs take 50 min (an average over the whole session would say 125)
+    d = fake_run(tmp_path / "run", 1.2, 1, {0: 0.0, 3: 0.5}, epochs=10, from_step=10)
+    started = calendar.timegm(time.strptime("2026-11-27 10:00:00", "%Y-%m-%d %H:%M:%S"))  # STARTED, UTC
+    ends = {2: 600, 3: 1200, 4: 1200 + 3600 + 600, 5: 1200 + 3600 + 1200}
+    (d / rundir.EPOCHS).write_text("".join(json.dumps({"epoch": e, "step": 10 * e, "train_loss": 1.0 / e,
+                                                       "time": started + t}) + "\n" for e, t in ends.items()))
+    (d / rundir.SESSIONS).write_text(json.dumps({"from_step": 10, "started": STARTED, "threads": 2}) + "\n")
+    with rundir.writer_lock(d):
+        (row,) = status_rows([d])
+        header, line, _ = format_table([row]).splitlines()
+    assert abs(row["eta_s"] - 50 * 60) < 1e-6 and row["threads"] == 2
+    assert header.split()[1:3] == ["state", "threads"] and line.split()[1:4] == ["running", "2", "5/10"]
+    assert line.split()[-1] == "50m"
+
+
 def test_loose_runs_are_told_apart_by_the_config_fields_in_which_they_differ(tmp_path):
     fake_run(tmp_path / "runs" / "small", 1.2, 2, {0: 0.0, 2: 0.5})
     fake_run(tmp_path / "runs" / "large", 0.3, 2, {0: 0.0, 2: 0.0})

@@ -383,7 +383,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData],
                     stopped[k] = True
                     active_K[k] = 0.0
                     continue
-                rundir.append_metrics(d, {"epoch": epoch, "step": step, "train_loss": epoch_loss[k]}, rundir.EPOCHS)
+                rundir.append_epoch(d, epoch, step, epoch_loss[k])
                 stop = tc.early_stop_loss > 0 and epoch_loss[k] < tc.early_stop_loss
                 final = epoch == tc.epochs or stop
                 if epoch % tc.eval_every == 0 or final:

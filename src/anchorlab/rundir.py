@@ -363,6 +363,23 @@ def append_metrics(run_dir: Path, record: dict[str, Any], name: str = METRICS) -
         os.fsync(f.fileno())
 
 
+# Fields of a record that say when it was written, not what was computed: records of an interrupted and resumed
+# run, or of a run trained further (``--from``), equal the uninterrupted run's without them (:func:`results`).
+WALL_FIELDS = ("time",)
+
+
+def append_epoch(run_dir: Path, epoch: int, step: int, train_loss: float) -> None:
+    """One line of ``epochs.jsonl``: the epoch's mean training loss, at the step it ended, and ``time`` (Unix
+    seconds, when it was written: what ``anchorlab status`` reads the pace from)."""
+    append_metrics(run_dir, {"epoch": epoch, "step": step, "train_loss": train_loss, "time": round(time.time(), 3)},
+                   EPOCHS)
+
+
+def results(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` without their :data:`WALL_FIELDS`: what two runs that computed the same numbers share."""
+    return [{k: v for k, v in r.items() if k not in WALL_FIELDS} for r in records]
+
+
 def read_metrics(run_dir: Path, name: str = METRICS) -> list[dict[str, Any]]:
     path = Path(run_dir) / name
     if not path.exists():

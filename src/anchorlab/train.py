@@ -171,7 +171,7 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
                     bar.update(1)
             epoch_loss = loss_sum.item() / steps_per_epoch  # the only host sync of the epoch
             rundir.check_finite_loss(run_dir, step, epoch_loss)  # nan/inf: stop before anything of it is saved
-            rundir.append_metrics(run_dir, {"epoch": epoch, "step": step, "train_loss": epoch_loss}, rundir.EPOCHS)
+            rundir.append_epoch(run_dir, epoch, step, epoch_loss)
             stop = tc.early_stop_loss > 0 and epoch_loss < tc.early_stop_loss
             final = epoch == tc.epochs or stop
             if epoch % tc.eval_every == 0 or final:

@@ -149,7 +149,7 @@ def _train_open(cfg: Seq2SeqRunConfig, run_dir: Path, status: str, progress: Pro
                     bar.update(1)
             epoch_loss = epoch_sum / max(epoch_count, 1)
             rundir.check_finite_loss(run_dir, step, epoch_loss)  # nan/inf: stop before anything of it is saved
-            rundir.append_metrics(run_dir, {"epoch": epoch, "step": step, "train_loss": epoch_loss}, name=rundir.EPOCHS)
+            rundir.append_epoch(run_dir, epoch, step, epoch_loss)
             if epoch % tc.checkpoint_every == 0 or epoch == tc.epochs:
                 rundir.save_checkpoint(run_dir, model, step, epoch)
             rundir.save_resume(run_dir, model, opt, step, epoch,
