@@ -419,6 +419,19 @@ def test_two_runs_at_different_steps_in_one_figure(runs, tmp_path):
     assert {int(r["step"]) for r in read_csv(tmp_path / "twice" / "p1-fig3.csv")} == {0, s0}
 
 
+def test_a_checkpoints_label_names_its_epoch(runs):
+    # two checkpoints of one run side by side (p1-fig3, p1-fig5 titles) differ only in when they were taken
+    from anchorlab import rundir
+    from anchorlab.figures.p1 import _label
+
+    cfg = rundir.read_config(runs[0])
+    s = rundir.checkpoint_steps(runs[0])[1]
+    (epoch,) = [r["epoch"] for r in rundir.read_metrics(runs[0], rundir.EPOCHS) if r["step"] == s]
+    assert _label(cfg, runs[0], s) == f"{_label(cfg)}, epoch {epoch}" and epoch > 0
+    assert _label(cfg, runs[0], 0).endswith(", epoch 0")
+    assert _label(cfg, runs[0], s + 1).endswith(f", step {s + 1}")  # a step no epoch ended at
+
+
 def test_fig12_part_b_stops_at_the_runs_step(runs, tmp_path):
     from anchorlab import rundir
 

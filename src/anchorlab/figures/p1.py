@@ -119,8 +119,15 @@ def _method(method: str) -> str:
     return "PCA" if method == "pca" else "t-SNE"
 
 
-def _label(cfg: RunConfig) -> str:
-    return f"γ {cfg.init.gamma:g}, {model_label(cfg)}, seed {cfg.seeds.init_seed}"
+def _label(cfg: RunConfig, run_dir: Path | None = None, at: int | None = None) -> str:
+    """The run (γ, model, seed) and, where ``at`` is given, when: its epoch where the run's records name the step
+    (two checkpoints of one run side by side differ only there), else the step."""
+    label = f"γ {cfg.init.gamma:g}, {model_label(cfg)}, seed {cfg.seeds.init_seed}"
+    if at is None:
+        return label
+    epoch = 0 if at == 0 else next((int(r["epoch"]) for r in rundir.read_metrics(run_dir, rundir.EPOCHS)
+                                    if r.get("step") == at), None) if run_dir is not None else None
+    return f"{label}, " + (f"epoch {epoch}" if epoch is not None else f"step {at}")
 
 
 Step = int | Sequence[int] | None  # ``--step`` may be given several times
@@ -172,7 +179,7 @@ def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight
         x = default_probe_input(cfg.task, key, cfg.task.probe_pair)
         flow = probe_information_flow(model, x)
         P = flow.shape[1]
-        title = _label(cfg)
+        title = _label(cfg, d, at)
         if flow.shape[0] >= 2:
             scores = mechanism_scores(flow, DEFAULT_KEY_POS)
             every = [mechanism_scores(probe_information_flow(model, default_probe_input(
@@ -210,7 +217,7 @@ def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5
     X, pairs = attention_output_vectors(model, cfg.task, n_per_pair, seed)
     coords, ratio = embed_2d(X, method, seed)
     fig = plot_pair_scatter(coords, [tuple(p) for p in pairs.tolist()], ratio,
-                            f"X^ao(1), last token, {word}: {_label(cfg)}")
+                            f"X^ao(1), last token, {word}: {_label(cfg, d, at)}")
     rows = [{"a1": int(a), "a2": int(b), "method": method, "dim1": float(c[0]), "dim2": float(c[1])}
             for (a, b), c in zip(pairs, coords)]
     return save_figure(fig, rows, Path(out), "p1-fig3b", source={"run_id": d.name, "step": at})
@@ -261,7 +268,7 @@ def p1_fig4(run_dir: Path, out: str | Path, step: Step = None, center: bool = Fa
         return f"mean cos on boxes {C[boxes & mask].mean():.2f}, off {C[~boxes & mask].mean():.2f}"
 
     fig = plot_cosine_heatmaps([
-        {"C": C5, "boxes": boxes5, "tick_labels": keys, "title": f"E5 fused v(x;a1,a2){tag}: {_label(cfg)}\n"
+        {"C": C5, "boxes": boxes5, "tick_labels": keys, "title": f"E5 fused v(x;a1,a2){tag}: {_label(cfg, d, at)}\n"
          f"lower (3,3) vs (2,2) · upper (1,2) vs (1,3)\n{on_off(C5, boxes5)}", "xlabel": "x2", "ylabel": "x1"},
         {"C": C6, "boxes": boxes6, "tick_labels": labels6, "title": f"E6 single-anchor u(x;a) (key|anchor){tag}\n"
          f"{on_off(C6, boxes6, off6)}", "xlabel": "input", "ylabel": "input"}])
@@ -294,10 +301,10 @@ def p1_fig5(run_dirs: Sequence[Path], out: str | Path, threshold: float = 0.7, m
     panels, rows = [], []
     for d, model, cfg, at in _load_runs("p1-fig5", run_dirs, step, run_steps):
         c = _condensation(model, cfg, threshold, method)
-        panels.append({"C": c["C"], "cos_title": f"W_Q⁰ cosine: {_label(cfg)}\n{len(c['groups'])} groups "
+        panels.append({"C": c["C"], "cos_title": f"W_Q⁰ cosine: {_label(cfg, d, at)}\n{len(c['groups'])} groups "
                        f"(threshold {threshold:g})", "coords": c["coords"], "labels": c["tokens"],
                        "explained": c["explained"], "color_values": c["tokens"],
-                       "pca_title": f"W_E item rows, {word}: {_label(cfg)}"})
+                       "pca_title": f"W_E item rows, {word}: {_label(cfg, d, at)}"})
         gid = {i: g for g, members in enumerate(c["groups"]) for i in members}
         rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "kind": "wq_neuron", "neuron": int(i),
                   "group": gid[int(i)], "order": o} for o, i in enumerate(c["perm"])]
@@ -326,7 +333,7 @@ def p1_fig12(run_dirs: Sequence[Path], out: str | Path, top_k: int = 4, step: St
         if not set(steps) <= set(kept):
             raise ConfigError(f"step: {d} kept steps {kept}, not {sorted(set(steps) - set(kept))}")
         eigs = np.stack([embedding_covariance_eigs(embedding_rows(load_model(d, s)[0], tokens)) for s in steps])
-        spectra.append((_label(cfg), eigs[-1]))
+        spectra.append((_label(cfg, d, steps[-1]), eigs[-1]))
         evolutions.append((_label(cfg), np.asarray(steps), eigs[:, :top_k]))
         # what the figure draws: (a) the whole spectrum at the last step, (b) the top_k at every step (not every
         # eigenvalue at every checkpoint: with a checkpoint an epoch that made megabyte CSVs)
@@ -345,7 +352,7 @@ def p1_fig13(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_s
     for d, model, cfg, at in _load_runs("p1-fig13", run_dirs, step, run_steps):
         s = linear_layer_spectra(model)
         specs.append(s)
-        labels.append(_label(cfg))
+        labels.append(_label(cfg, d, at))
         rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "matrix": n, "index": i + 1,
                   "singular_value": float(x), "stable_rank": stable_rank(v)}
                  for n, v in s.items() for i, x in enumerate(v)]
@@ -384,7 +391,7 @@ def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_st
         per_key = key_answers(keys, pred, inf, sym)
         n_ok = sum(r["inferential"] >= composed for r in per_key)
         names = {"pair": f"({a1},{a2})", "inferential": shift_name(inf), "symmetric": shift_name(sym)}
-        title = (f"{_label(cfg)}, step {at}: inferential {float(np.mean(pred - keys == inf)):.3f}, symmetric "
+        title = (f"{_label(cfg, d, at)}: inferential {float(np.mean(pred - keys == inf)):.3f}, symmetric "
                  f"{float(np.mean(pred - keys == sym)):.3f}; {n_ok} of {len(per_key)} keys composed (≥ {composed:g})")
         panels.append({**names, "title": title, "rows": per_key})
         rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed,
