@@ -110,6 +110,14 @@ def test_the_command_prints_the_table_and_writes_nothing(tmp_path, capsys):
     assert sorted((p, p.stat().st_mtime) for p in sweep.rglob("*")) == before
 
 
+def test_json_gives_the_rows_one_per_line(tmp_path, capsys):
+    sweep = sweep_of_three(tmp_path)
+    assert main(["status", str(sweep), "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows == json.loads(json.dumps(status_rows([sweep])))
+    assert [(r["run_id"], r["status"]) for r in rows] == [("aaa", "done"), ("bbb", "unfinished"), ("ccc", "missing")]
+
+
 def test_a_source_that_is_not_a_directory_is_one_line_and_exit_2(tmp_path, capsys):
     assert main(["status", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err.strip().splitlines()

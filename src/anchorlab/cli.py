@@ -143,7 +143,13 @@ def _status(a: argparse.Namespace) -> None:
     from anchorlab.status import format_table, status_rows
 
     _sources(a.source)
-    print(format_table(status_rows(a.source)))
+    rows = status_rows(a.source)
+    if a.json:  # one JSON object per line, for scripts (jq, pandas.read_json(lines=True))
+        import json
+
+        print("\n".join(json.dumps(r) for r in rows))
+    else:
+        print(format_table(rows))
 
 
 def _export(a: argparse.Namespace) -> None:
@@ -260,7 +266,9 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
             "runs outside a sweep get as coordinates the config fields in which they differ"),
         arg("--out", help="CSV path (default FIRST_SOURCE/summary.csv; beside it for a run directory)")]),
     "status": (_status, "where each run stands: state, epochs trained, last evaluation, time left (writes nothing)", [
-        arg("source", nargs="+", help="sweep directories, folders of runs (such as runs/) and run directories")]),
+        arg("source", nargs="+", help="sweep directories, folders of runs (such as runs/) and run directories"),
+        arg("--json", action="store_true", help="one JSON object per run and line instead of the table (keys as "
+            "anchorlab.status.status_rows gives them: eta_s in seconds)")]),
     "export": (_export, "copy runs' records (config, metrics, epochs, summary; no weights) to commit or share", [
         arg("source", nargs="+", help="run directories, sweep directories and folders of runs"),
         arg("--out", required=True, help="folder: each run goes to OUT/<its directory name>"),
