@@ -346,6 +346,41 @@ def test_demo_states_the_committed_gamma_line(tmp_path):
     assert other.startswith("  Compressed, epoch 9, fp32 (elsewhere): γ 0.2: symmetric >= 0.9 on 1/1")
 
 
+def test_demo_states_the_committed_long_runs(tmp_path):
+    """The demo's paper-config block says what the runs trained toward P1's 210 epochs give, from their committed
+    records: small init first, its answer at epoch 27 and at its last evaluation; nothing when none is there."""
+    from anchorlab import rundir
+    from anchorlab.demo import LONG_RUNS, long_runs_text
+
+    committed = long_runs_text()
+    s1 = rundir.read_metrics(LONG_RUNS / "lr_m30_g1.2_s1_e210")
+    at27 = next(r for r in s1 if r["epoch"] == 27)
+    assert committed.startswith("  Toward P1's full 210 epochs (P1 reads the end) at peak rate 0.0003, bf16")
+    assert (f"γ 1.2 seed 1: epoch 27 {at27['unseen_inferential_acc']:.2f}/{at27['unseen_symmetric_acc']:.2f} → "
+            f"epoch {s1[-1]['epoch']} of 210") in committed
+    assert committed.index("γ 1.2 seed 2") < committed.index("γ 0.3 seed 1")
+
+    def run(name, gamma, seed, evals, done):
+        d = tmp_path / name
+        d.mkdir()
+        rundir.write_json(d / rundir.CONFIG, {"init": {"gamma": gamma}, "seeds": {"data_seed": seed},
+                                              "train": {"epochs": 60, "lr": 1e-5, "lr_multiplier": 20,
+                                                        "precision": "fp32"}})
+        (d / rundir.METRICS).write_text("".join(json.dumps({"epoch": e, "unseen_inferential_acc": i,
+                                                            "unseen_symmetric_acc": s}) + "\n" for e, i, s in evals))
+        if done:
+            (d / rundir.DONE).write_text("")
+
+    assert long_runs_text(tmp_path) == ""
+    run("a_e210", 0.3, 1, [(0, 0.0, 0.0), (9, 0.0, 0.9)], False)
+    run("b_e210", 1.2, 2, [(0, 0.0, 0.0), (27, 0.8, 0.0), (60, 0.95, 0.0)], True)
+    run("c_e39", 1.2, 1, [(0, 0.0, 0.0)], True)  # not a long run: another name
+    assert long_runs_text(tmp_path) == (
+        "  Toward P1's full 210 epochs (P1 reads the end) at peak rate 0.0002, fp32 (docs/p1_frontier.md; "
+        "experiments/cpu_p1_m30_e210.sh), (4,3) inferential/symmetric: γ 1.2 seed 2: epoch 27 0.80/0.00 → "
+        "epoch 60 of 60 0.95/0.00; γ 0.3 seed 1: epoch 9 of 60 0.00/0.90 (unfinished)")
+
+
 def test_demo_states_the_committed_decomposition(tmp_path):
     """The demo's paper-config block says which draws set the answer, from the committed reference-parts runs:
     the latest evaluation of the longest-trained run of each crossing; nothing unless both crossings are there."""

@@ -39,6 +39,9 @@ REFERENCE_PARTS = Path(__file__).resolve().parents[2] / "docs" / "p1_reference_p
 GAMMA_LINE = Path(__file__).resolve().parents[2] / "docs" / "p1_paper_gamma" / "h200_bf16"
 # The γ line's two ends with P1's schedule compressed to 60 epochs (docs/p1_frontier.md; absent until run).
 EPOCHS60 = Path(__file__).resolve().parents[2] / "docs" / "p1_frontier" / "epochs60"
+# The paper-config runs trained on toward P1's full 210 epochs at its top rate (docs/p1_frontier.md, "Training on
+# past epoch 27"; experiments/cpu_p1_m30_e210.sh): run folders named *_e210, committed as they train.
+LONG_RUNS = Path(__file__).resolve().parents[2] / "docs" / "p1_levers" / "cpu_bf16"
 DEFAULT_P2_SPEC = DEFAULT_SPEC.with_name("demo_p2.toml")
 P2_COLUMNS = ("model", "gamma", "seed", "mem_acc", "rsn_train_acc", "rsn_test_acc", "final_train_loss")
 COLUMNS = ("init", "gamma", "std_W_Q", "seed", "seen_train_acc", "seen_test_acc",
@@ -232,6 +235,36 @@ def gamma_line_text(root: Path = GAMMA_LINE, threshold: float = 0.9, leaning: fl
             f"{counts(min(runs))}; {counts(max(runs))}")
 
 
+def long_runs_text(root: Path = LONG_RUNS, pattern: str = "*_e210", early: int = 27) -> str:
+    """One line from the committed long runs (``root/pattern``): per run, small init first, its (4,3) answer at
+    epoch ``early`` (where P1's protocol was read above) and at its last evaluation, of how many epochs, and
+    whether it is unfinished (still training, or queued); "" when none is there. P1 reads its runs at the end of 210 epochs."""
+    runs = []
+    for d in sorted(root.glob(pattern)) if root.is_dir() else []:
+        evals = rundir.read_metrics(d)
+        if not evals or not (d / rundir.CONFIG).is_file():
+            continue
+        cfg = rundir.read_json(d / rundir.CONFIG)
+        runs.append((cfg, evals, rundir.is_done(d)))
+    if not runs:
+        return ""
+    runs.sort(key=lambda r: (-r[0]["init"]["gamma"], r[0]["seeds"]["data_seed"]))
+    parts = []
+    for cfg, evals, done in runs:
+        last = evals[-1]
+        at = next((r for r in evals if r["epoch"] == early), None)
+        then = (f"epoch {early} {at['unseen_inferential_acc']:.2f}/{at['unseen_symmetric_acc']:.2f} → "
+                if at is not None and last["epoch"] > early else "")
+        parts.append(f"γ {cfg['init']['gamma']:g} seed {cfg['seeds']['data_seed']}: {then}epoch {last['epoch']} of "
+                     f"{cfg['train']['epochs']} {last['unseen_inferential_acc']:.2f}/"
+                     f"{last['unseen_symmetric_acc']:.2f}{'' if done else ' (unfinished)'}")
+    peaks = sorted({c["train"]["lr"] * c["train"]["lr_multiplier"] for c, _, _ in runs})
+    precisions = sorted({c["train"]["precision"] for c, _, _ in runs})
+    return (f"  Toward P1's full 210 epochs (P1 reads the end) at peak rate {'/'.join(f'{p:g}' for p in peaks)}, "
+            f"{'/'.join(precisions)} (docs/p1_frontier.md; experiments/cpu_p1_m30_e210.sh), (4,3) "
+            f"inferential/symmetric: " + "; ".join(parts))
+
+
 def best_of_rates_text(path: Path = BEST_OF_RATES, threshold: float = 0.9) -> str:
     """One line from a committed ``p1-gamma --option best_of_seed=true`` table (docs/p1_both_sides.md, "Both sides
     by P1's protocol"): for the smallest and the largest γ there, on how many seeds the best over the seed's runs
@@ -305,6 +338,8 @@ def paper_config_text(committed: list[dict[str, Any]], registry: Path | None = N
     lines.append("  (the authors' γ 0.8 log: inferential 0.73 at epoch 18 and 0.96 at epoch 24; γ 0.5: symmetric "
                  "from epoch 6)")
     if line := best_of_rates_text():  # the answer first: both sides on our seeds, read as P1 reads them
+        lines.append(line)
+    if line := long_runs_text():  # and what became of it at one of those rates, read at P1's last epoch
         lines.append(line)
     seeds = seed_outcomes() if seeds is None else seeds
     if seeds:
