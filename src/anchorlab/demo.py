@@ -238,7 +238,8 @@ def gamma_line_text(root: Path = GAMMA_LINE, threshold: float = 0.9, leaning: fl
 def long_runs_text(root: Path = LONG_RUNS, pattern: str = "*_e210", early: int = 27) -> str:
     """One line from the committed long runs (``root/pattern``): per run, small init first, its (4,3) answer at
     epoch ``early`` (where P1's protocol was read above) and at its last evaluation, of how many epochs, and
-    whether it is unfinished (still training, or queued); "" when none is there. P1 reads its runs at the end of 210 epochs."""
+    whether it is unfinished (still training, or queued); "" when none is there. P1 reads its runs at the end of
+    210 epochs."""
     runs = []
     for d in sorted(root.glob(pattern)) if root.is_dir() else []:
         evals = rundir.read_metrics(d)
