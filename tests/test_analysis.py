@@ -125,6 +125,21 @@ def test_pca_of_points_on_a_line():
     assert abs(np.corrcoef(coords[:, 0], t)[0, 1]) == pytest.approx(1.0)
 
 
+def test_order_separation_on_hand_placed_pairs():
+    from anchorlab.analysis.embeddings import order_separation
+
+    pairs = np.array([(1, 2), (2, 1), (1, 3), (3, 1)] * 2)
+    # each order of a pair at its own point, the two pairs' orders 1 apart, other pairs 10 apart
+    at = {(1, 2): (0, 0), (2, 1): (1, 0), (1, 3): (10, 0), (3, 1): (11, 0)}
+    points = np.array([at[tuple(p)] for p in pairs.tolist()], dtype=float)
+    # reversed pairs: 1 and 1; other pairs: |(0)-(10)|, |(0)-(11)|, |(1)-(10)|, |(1)-(11)| = 10, 11, 9, 10
+    assert order_separation(points, pairs) == pytest.approx(1 / 10)
+    merged = np.array([at[min(tuple(p), tuple(p)[::-1])] for p in pairs.tolist()], dtype=float)
+    assert order_separation(merged, pairs) == 0.0  # the model sees the unordered pair
+    with pytest.raises(ValueError, match="both orders"):
+        order_separation(points[:1], pairs[:1])
+
+
 def test_cosine_matrix():
     C = cosine_matrix(np.array([[1.0, 0], [0, 2.0]]), np.array([[3.0, 3.0], [-1.0, 0]]))
     np.testing.assert_allclose(C, [[np.sqrt(0.5), -1.0], [np.sqrt(0.5), 0.0]])

@@ -113,3 +113,15 @@ def probe_information_flow(model: torch.nn.Module, tokens: Tensor) -> np.ndarray
     names = [f"blocks.{i}.attn.hook_pattern" for i in range(len(model.blocks))]
     _, cache = run_with_cache(model, tokens, names=names)
     return information_flow(cache)
+
+
+def mean_mechanism_scores(model: torch.nn.Module, task_cfg: CompositeTaskConfig,
+                          pair: Sequence[int] = (4, 3)) -> tuple[dict[str, float], int, int]:
+    """:func:`mechanism_scores` of ``pair``'s probe input for every key of the task, averaged: (mean score per
+    mechanism, the number of keys on which the inferential score is ahead, the number of keys). One input's
+    routing (P1 Fig. 3) checked against all of them."""
+    every = [mechanism_scores(probe_information_flow(model, default_probe_input(task_cfg, k, pair)), DEFAULT_KEY_POS)
+             for k in range(task_cfg.key_min, task_cfg.key_max + 1)]
+    mean = {m: float(np.mean([e[m] for e in every])) for m in every[0]}
+    return mean, sum(e["inferential"] > e["symmetric"] for e in every), len(every)
+

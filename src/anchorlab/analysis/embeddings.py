@@ -154,6 +154,24 @@ def attention_output_vectors(model: nn.Module, task_cfg: CompositeTaskConfig, n_
     return _np(cache[name][:, -1]), np.asarray(labels, dtype=np.int64)
 
 
+def order_separation(points: np.ndarray, pairs: np.ndarray) -> float:
+    """How far apart the two orders of an anchor pair lie (E4, P1 Fig. 3b): the mean distance between the
+    centres of (a,b) and (b,a) over the mean distance between the centres of any two other ordered pairs.
+    ``points`` [n, k] (e.g. :func:`attention_output_vectors` in 2-D), ``pairs`` [n, 2]. Near 0: the model sees
+    the unordered pair, P1's picture of its symmetric mechanism; near 1: the order is as distinct as another
+    pair."""
+    labels = [tuple(p) for p in np.asarray(pairs).tolist()]
+    order = list(dict.fromkeys(labels))
+    centres = {p: np.asarray(points)[[lab == p for lab in labels]].mean(axis=0) for p in order}
+    reversed_ = [float(np.linalg.norm(centres[(a, b)] - centres[(b, a)])) for a, b in order
+                 if a < b and (b, a) in centres]
+    others = [float(np.linalg.norm(centres[p] - centres[q])) for i, p in enumerate(order) for q in order[i + 1:]
+              if q != (p[1], p[0])]
+    if not reversed_ or not others:
+        raise ValueError("order_separation needs both orders of a pair and at least one other pair")
+    return float(np.mean(reversed_) / np.mean(others))
+
+
 def equal_target_mask(keys1: Sequence[int], pair1: Sequence[int], keys2: Sequence[int], pair2: Sequence[int],
                       task_cfg: CompositeTaskConfig) -> np.ndarray:
     """Boolean [len(keys1), len(keys2)]: True where f(keys1[i]; pair1) == f(keys2[j]; pair2) under the

@@ -22,6 +22,7 @@ from anchorlab.analysis.attention import (
     DEFAULT_TEMPLATE,
     default_probe_input,
     flow_edges,
+    mean_mechanism_scores,
     mechanism_edges,
     mechanism_scores,
     probe_information_flow,
@@ -36,6 +37,7 @@ from anchorlab.analysis.embeddings import (
     equal_target_mask,
     fused_vectors,
     item_tokens,
+    order_separation,
     single_anchor_layout,
     single_anchor_vectors,
 )
@@ -182,20 +184,16 @@ def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight
         title = _label(cfg, d, at)
         if flow.shape[0] >= 2:
             scores = mechanism_scores(flow, DEFAULT_KEY_POS)
-            every = [mechanism_scores(probe_information_flow(model, default_probe_input(
-                cfg.task, k, cfg.task.probe_pair)), DEFAULT_KEY_POS) for k in range(cfg.task.key_min,
-                                                                                     cfg.task.key_max + 1)]
-            mean = {m: float(np.mean([e[m] for e in every])) for m in scores}
-            n_inf = sum(e["inferential"] > e["symmetric"] for e in every)
+            mean, n_inf, n_keys = mean_mechanism_scores(model, cfg.task, cfg.task.probe_pair)
             title += (f"\nkey {key}: symmetric {scores['symmetric']:.2f} · inferential {scores['inferential']:.2f}"
-                      f"\nall {len(every)} keys: {mean['symmetric']:.2f} · {mean['inferential']:.2f} "
+                      f"\nall {n_keys} keys: {mean['symmetric']:.2f} · {mean['inferential']:.2f} "
                       f"(inferential ahead on {n_inf})")
             highlights.append(mechanism_edges(DEFAULT_KEY_POS, -1, P))
             rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "kind": "score", "mechanism": m,
                       "weight": v}
                      for m, v in scores.items()]
             rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "kind": "score_all_keys",
-                      "mechanism": m, "weight": v, "keys": len(every),
+                      "mechanism": m, "weight": v, "keys": n_keys,
                       "inferential_ahead": n_inf} for m, v in mean.items()]
         else:
             highlights.append({})
@@ -211,13 +209,15 @@ def p1_fig3(run_dirs: Sequence[Path], out: str | Path, key: int = 99, min_weight
 @figure("p1-fig3b", "run", "P1 Fig. 3b: PCA or t-SNE of the first attention block's output, coloured by pair")
 def p1_fig3b(run_dir: Path, out: str | Path, n_per_pair: int = 50, seed: int = 5, method: str = "pca",
              step: Step = None) -> Path:
-    """E4: last-token X^{ao(1)} of ``n_per_pair`` random keys per ordered anchor pair, in 2-D by ``method``."""
+    """E4: last-token X^{ao(1)} of ``n_per_pair`` random keys per ordered anchor pair, in 2-D by ``method``; the
+    title gives how far apart the two orders of a pair lie in the map (:func:`order_separation`)."""
     word = _method(method)
     [(d, model, cfg, at)] = _load_runs("p1-fig3b", run_dir, step)
     X, pairs = attention_output_vectors(model, cfg.task, n_per_pair, seed)
     coords, ratio = embed_2d(X, method, seed)
     fig = plot_pair_scatter(coords, [tuple(p) for p in pairs.tolist()], ratio,
-                            f"X^ao(1), last token, {word}: {_label(cfg, d, at)}")
+                            f"X^ao(1), last token, {word}: {_label(cfg, d, at)}\n(a,b) from (b,a): "
+                            f"{order_separation(coords, pairs):.3f} of other pairs' distance")
     rows = [{"a1": int(a), "a2": int(b), "method": method, "dim1": float(c[0]), "dim2": float(c[1])}
             for (a, b), c in zip(pairs, coords)]
     return save_figure(fig, rows, Path(out), "p1-fig3b", source={"run_id": d.name, "step": at})
