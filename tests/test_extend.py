@@ -166,6 +166,43 @@ def test_a_cadence_needing_a_checkpoint_the_source_did_not_keep_is_one_line_exit
     assert not out.exists()
 
 
+def test_a_sparser_evaluation_cadence_keeps_what_the_sparser_run_evaluates(runs, tmp_path):
+    """train.eval_every may change to a cadence the source evaluated: a source evaluated every epoch, continued
+    with evaluations every 2, ends as the every-2 run from step 0, its curves for TensorBoard included."""
+    root, full = runs
+    dense = tiny_config(**{**CADENCE, "train.eval_every": 1, "train.epochs": 3})
+    train(dense, tmp_path / "dense", show_progress=False)
+    assert [r["epoch"] for r in rundir.read_metrics(tmp_path / "dense")] == [0, 1, 2, 3]
+    cfg = longer_config(tmp_path / "dense", ["train.epochs=5", "train.eval_every=2"])
+    assert cfg == tiny_config(**CADENCE, **{"train.epochs": 5})
+    assert seed_longer_run(tmp_path / "dense", cfg, tmp_path / "ext")
+    assert [r["epoch"] for r in rundir.read_metrics(tmp_path / "ext")] == [0, 2]
+    extended = train(cfg, tmp_path / "ext", show_progress=False)
+    assert rundir.read_metrics(tmp_path / "ext") == rundir.read_metrics(root / "full")
+    a, b = rundir.load_checkpoint(tmp_path / "ext"), rundir.load_checkpoint(root / "full")
+    assert all(torch.equal(a[k], b[k]) for k in b)
+    drop = ("wall_seconds_this_session", "sessions")
+    assert {k: v for k, v in extended.items() if k not in drop} == {k: v for k, v in full.items() if k not in drop}
+    try:
+        import tensorboard  # noqa: F401
+
+        from tests.test_tracking import _scalars
+    except ImportError:
+        return
+    assert _scalars(tmp_path / "ext", "seen_test_acc") == _scalars(root / "full", "seen_test_acc")
+
+
+def test_an_evaluation_cadence_the_source_did_not_evaluate_is_one_line_exit_2(runs, tmp_path, capsys):
+    root, _ = runs
+    out = tmp_path / "run"  # every epoch: the source evaluated epochs 0, 2 and 3, not 1
+    args = ["train", "--from", str(root / "short"), "--set", "train.epochs=5", "--set", "train.eval_every=1",
+            "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "train.eval_every: 1 evaluates epoch 1" in err and "multiple of 2" in err
+    assert not out.exists()
+
+
 def test_resume_trains_an_unfinished_run_on_from_its_own_config(runs, tmp_path, capsys):
     """`anchorlab train --resume RUN_DIR`: the run's own config.json, into that directory, from its last epoch; it
     ends as the uninterrupted run. Execution fields may change; anything else is one line, exit 2, nothing written."""

@@ -16,8 +16,9 @@ What the E-epoch run wrote only because E was its last epoch (an evaluation or a
 of ``train.eval_every`` / ``train.checkpoint_every``) is left out of the copy; its TensorBoard events get a
 restart mark there, so TensorBoard drops that evaluation too.
 
-``train.checkpoint_every`` may change too (it decides which checkpoints are kept, never a number), where the
-source kept every epoch the new cadence keeps up to its end, e.g. a multiple of its own; the copy keeps those
+``train.checkpoint_every`` and ``train.eval_every`` may change too (they decide which checkpoints are kept and
+which epochs are evaluated, never a number: an evaluation reads its step's weights alone), where the source kept
+or evaluated every epoch the new cadence needs up to its end, e.g. a multiple of its own; the copy keeps those
 only. A 210-epoch continuation of a run that kept every epoch need not keep 171 more (11 MB each at P1's size):
 
     anchorlab train --from runs/g12_s1 --set train.epochs=210 --set train.checkpoint_every=3
@@ -41,8 +42,10 @@ from anchorlab.schedule import lr_at
 # The fields a run seeded from another may change: its length and its learning rate's shape. A change passes
 # only where the rate of every step the source trained stays the same (:func:`longer_config`).
 SCHEDULE_FIELDS = ("epochs", "cooldown_epochs", "cosine_epochs", "lr_min", "schedule")
-# What else it may change: which checkpoints it keeps (where the source kept every one the new cadence needs).
-KEPT_FIELDS = ("checkpoint_every",)
+# What else it may change: which checkpoints it keeps and which epochs it evaluates, where the source kept or
+# evaluated every one the new cadence needs (an evaluation reads the weights of its step alone, so the kept ones
+# are the new run's).
+KEPT_FIELDS = ("checkpoint_every", "eval_every")
 
 
 def longer_config(source: str | Path, overrides: list[str] | tuple[str, ...]) -> RunConfig:
@@ -91,6 +94,12 @@ def longer_config(source: str | Path, overrides: list[str] | tuple[str, ...]) ->
             raise ConfigError(f"train.checkpoint_every: {every} keeps epoch {missing}, which --from {source} did not "
                               f"keep (it kept every {old.train.checkpoint_every}); use a multiple of "
                               f"{old.train.checkpoint_every}")
+        every, evaluated = cfg.train.eval_every, {r["epoch"] for r in rundir.read_metrics(source)}
+        missing = next((e for e in range(every, epoch + 1, every) if e not in evaluated), None)
+        if missing is not None:
+            raise ConfigError(f"train.eval_every: {every} evaluates epoch {missing}, which --from {source} did not "
+                              f"evaluate (it evaluated every {old.train.eval_every}); use a multiple of "
+                              f"{old.train.eval_every}")
     return cfg
 
 
@@ -109,9 +118,11 @@ def seed_longer_run(source: str | Path, cfg: RunConfig, out: str | Path) -> bool
     try:
         (tmp / rundir.CKPT_DIR).mkdir()
         rundir.write_json(tmp / rundir.CONFIG, cfg.to_dict())
-        off_cadence = epoch % tc.eval_every != 0  # the source evaluated its last epoch only because it was last
-        kept = [r for r in rundir.read_metrics(source) if r["step"] <= step and not (off_cadence and r["step"] == step
-                                                                                      and r["epoch"] == epoch)]
+        # the evaluations this run's cadence makes (step 0 and every eval_every epochs): the source's last epoch
+        # is left out where the source evaluated it only because it was last, and so is every evaluation of a
+        # denser cadence than this run's
+        evaluations = [r for r in rundir.read_metrics(source) if r["step"] <= step]
+        kept = [r for r in evaluations if r["epoch"] % tc.eval_every == 0]
         rundir.write_atomic(tmp / rundir.METRICS, "".join(json.dumps(r) + "\n" for r in kept))
         epochs = [r for r in rundir.read_metrics(source, rundir.EPOCHS) if r["step"] <= step]
         rundir.write_atomic(tmp / rundir.EPOCHS, "".join(json.dumps(r) + "\n" for r in epochs))
@@ -123,9 +134,13 @@ def seed_longer_run(source: str | Path, cfg: RunConfig, out: str | Path) -> bool
                 shutil.copy2(rundir.checkpoint_path(source, s), rundir.checkpoint_path(tmp, s))
         shutil.copy2(source / rundir.CKPT_DIR / rundir.RESUME, tmp / rundir.CKPT_DIR / rundir.RESUME)
         if (source / tracking.EVENTS).exists():
-            shutil.copy2(source / tracking.EVENTS, tmp / tracking.EVENTS)
-            if off_cadence:
-                tracking.mark_restart(tmp, step)
+            if all(r in kept for r in evaluations[:-1]):  # at most the last one left out: TensorBoard drops it
+                shutil.copy2(source / tracking.EVENTS, tmp / tracking.EVENTS)
+                if len(kept) < len(evaluations):
+                    tracking.mark_restart(tmp, step)
+            else:  # evaluations left out on the way: the curves written anew from the kept ones
+                for r in kept:
+                    tracking.write_tensorboard(tmp, r)
         if out.exists():
             out.rmdir()  # empty, checked above
         tmp.rename(out)
