@@ -235,8 +235,8 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("config", nargs="?", help="TOML run config (configs/p1, configs/p2); --set alone: the defaults"), SET,
         OUT, arg("--from", dest="from_run", metavar="RUN_DIR", help="train that run further (--set "
                  "train.epochs=N, and optionally train.cooldown_epochs=D or another schedule that leaves its trained "
-                 "steps' rates alone, or a sparser train.checkpoint_every or train.eval_every): a new run directory seeded from its "
-                 "files; it ends as that config from step 0 would"), RESUME]),
+                 "steps' rates alone, or a sparser train.checkpoint_every or train.eval_every): a new run directory "
+                 "seeded from its files; it ends as that config from step 0 would"), RESUME]),
     "lm": (_train, "train a γ-initialized GPT-2 on PrOntoQA + stories (P2 Fig. 1/7, P1 Fig. 7)", [
         arg("config", nargs="?", help="TOML LM config (configs/text/); --set alone: the paper-scale defaults"), SET,
         OUT, RESUME]),
