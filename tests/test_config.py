@@ -118,6 +118,26 @@ def test_frontier_sweeps_keep_the_paper_wq_std_at_their_adjusted_gamma(name):
             assert std == pytest.approx(400 ** -0.8, rel=5e-3)
 
 
+def test_m30_e210_sweep_is_p1s_full_schedule_at_its_top_rate():
+    """configs/sweeps/p1_m30_e210.toml: configs/p1/cbook.toml at peak rate 3e-4 (1e-5 × 30, the top of P1's grid)
+    to epoch 210, P1's full schedule (warm-up 10 epochs, cosine over 200), γ 1.2 / 0.3 × seeds 1-3, bf16; the
+    γ 0.3 seed-1 CPU run of experiments/cpu_p1_m30_e210.sh is its run of that id."""
+    from anchorlab.sweep import load_sweep
+
+    cbook = load_config(CONFIGS / "p1" / "cbook.toml")
+    configs = load_sweep(CONFIGS / "sweeps" / "p1_m30_e210.toml").configs()
+    assert sorted((p["init.gamma"], p["seed"]) for p, _ in configs) == [(g, s) for g in (0.3, 1.2) for s in (1, 2, 3)]
+    for point, c in configs:
+        t = c.train
+        assert (t.epochs, t.warmup_epochs, t.cosine_epochs, t.eval_every, t.precision) == (210, 10, 200, 3, "bf16")
+        assert t.lr * t.lr_multiplier == pytest.approx(3e-4) and t.lr == cbook.train.lr
+        assert c.model == cbook.model and c.task == cbook.task
+    cpu = load_config(CONFIGS / "p1" / "cbook.toml", ["train.epochs=210", "train.eval_every=3", "init.gamma=0.3",
+                                                      "train.checkpoint_every=3", "train.precision=bf16",
+                                                      "train.lr_multiplier=30", "seed=1", "train.threads=1"])
+    assert cpu.run_id() in {c.run_id() for _, c in configs}
+
+
 def test_both_sides_sweep_is_the_paper_config_at_two_gammas_and_three_seeds():
     """configs/sweeps/p1_both_sides.toml (`anchorlab reproduce p1-both-sides-m20`): configs/p1/cbook.toml itself at
     γ 0.5 and 0.8 × seeds 1-3 (data, init and order), fp32, 27 epochs, evaluated every 3; nothing else moved."""
