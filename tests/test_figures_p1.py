@@ -378,6 +378,39 @@ def test_step_selects_the_checkpoint(runs, tmp_path):
         draw("p1-fig4", runs[:1], tmp_path, step=[7])
 
 
+def test_readouts_along_training(runs, tmp_path):
+    """p1-readouts: a row per kept checkpoint at an evaluated epoch (every one of the tiny runs' epochs 1-3; with
+    every=2, epoch 2 only), the logged answer beside the readouts of that checkpoint's model."""
+    from anchorlab import rundir
+    from anchorlab.analysis.attention import mean_mechanism_scores
+    from anchorlab.analysis.embeddings import embed_2d, order_separation
+
+    png = draw("p1-readouts", runs, tmp_path)
+    assert png.stat().st_size > 10_000
+    rows = read_csv(tmp_path / "p1-readouts.csv")
+    assert [(r["run_id"], int(r["epoch"])) for r in rows] == [(d.name, e) for d in runs for e in (1, 2, 3)]
+    r = rows[1]  # the first run at epoch 2: its logged answer and its checkpoint's readouts
+    logged = next(m for m in rundir.read_metrics(runs[0]) if m["epoch"] == 2)
+    assert float(r["inferential"]) == logged["unseen_inferential_acc"] and int(r["step"]) == logged["step"]
+    model, cfg = load_model(runs[0], logged["step"])
+    mean, ahead, n = mean_mechanism_scores(model, cfg.task, cfg.task.probe_pair)
+    assert float(r["routing_symmetric"]) == pytest.approx(mean["symmetric"]) and float(r["keys"]) == n == 80
+    X, pairs = attention_output_vectors(model, cfg.task)
+    assert float(r["order_separation"]) == pytest.approx(order_separation(embed_2d(X, "pca")[0], pairs))
+    draw("p1-readouts", runs[:1], tmp_path / "two", every=2)
+    assert [int(r["epoch"]) for r in read_csv(tmp_path / "two" / "p1-readouts.csv")] == [2]
+
+
+def test_readouts_bad_input_is_one_line_exit_2(runs, tmp_path, capsys):
+    from anchorlab.cli import main
+
+    assert main(["figure", "p1-readouts", str(runs[0]), "--option", "every=-1", "--out", str(tmp_path / "a")]) == 2
+    assert "option every" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    assert main(["figure", "p1-readouts", str(runs[0]), "--option", "every=7", "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no kept checkpoint at an evaluated epoch that is a multiple of 7" in err
+
+
 # ---- RUN_DIR@STEP: a checkpoint per run -------------------------------------------------------------
 
 

@@ -36,6 +36,24 @@ def mechanism_scalars(model: nn.Module, threshold: float = 0.7,
     return {k: float(np.float64(v)) for k, v in out.items()}
 
 
+def readouts(model: nn.Module, task_cfg: CompositeTaskConfig) -> dict[str, float]:
+    """P1's routing and pair-order readouts of one model, with its condensation (what ``p1-readouts`` draws
+    along training): ``routing_symmetric`` / ``routing_inferential``, the information-flow mechanism scores of
+    the held-out pair averaged over every key (P1 Fig. 3), ``keys_inferential_ahead`` of ``keys``;
+    ``order_separation``, how far apart (a,b) and (b,a) lie after the first block in its 2-D PCA map (E4, Fig.
+    3b; 0 = order lost); ``wq0_stable_rank``, the first layer's W_Q stable rank (Fig. 13). Runs the model once
+    per key plus one batch of E4 inputs."""
+    from anchorlab.analysis.attention import mean_mechanism_scores
+    from anchorlab.analysis.embeddings import attention_output_vectors, embed_2d, order_separation
+
+    mean, ahead, n = mean_mechanism_scores(model, task_cfg, task_cfg.probe_pair)
+    X, pairs = attention_output_vectors(model, task_cfg)
+    return {"routing_symmetric": mean["symmetric"], "routing_inferential": mean["inferential"],
+            "keys_inferential_ahead": float(ahead), "keys": float(n),
+            "order_separation": order_separation(embed_2d(X, "pca")[0], pairs),
+            "wq0_stable_rank": stable_rank(linear_layer_spectra(model)["blocks.0.attn.W_Q"])}
+
+
 def training_metrics(cfg: RunConfig) -> Callable[[nn.Module], dict[str, float]] | None:
     """What training logs from the weights at every evaluation (:attr:`anchorlab.kinds.RunKind.training_metrics`):
     :func:`mechanism_scalars` over the composite task's item tokens for a GPT on the composite task (weight-only

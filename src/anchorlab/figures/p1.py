@@ -42,6 +42,7 @@ from anchorlab.analysis.embeddings import (
     single_anchor_vectors,
 )
 from anchorlab.analysis.spectra import embedding_covariance_eigs, linear_layer_spectra, stable_rank
+from anchorlab.analysis.summary import readouts
 from anchorlab.config import ConfigError, RunConfig
 from anchorlab.figures import figure, model_label, save_figure
 from anchorlab.plotting.mechanisms import (
@@ -51,6 +52,7 @@ from anchorlab.plotting.mechanisms import (
     plot_information_flows,
     plot_pair_scatter,
     plot_panel_grid,
+    plot_readouts,
     plot_spectra,
 )
 from anchorlab.sweep import MANIFEST
@@ -398,6 +400,44 @@ def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_st
                   "pair": names["pair"], **r} for r in per_key]
     fig = plot_key_answers(panels)
     return save_figure(fig, rows, Path(out), "p1-keys")
+
+
+@figure("p1-readouts", "runs", "P1 mechanism readouts over training from kept checkpoints: the held-out answer, the "
+        "routing scores over all keys (Fig. 3), the pair-order separation (Fig. 3b) and W_Q⁰'s stable rank, a line "
+        "per run")
+def p1_readouts(run_dirs: Sequence[Path], out: str | Path, every: int = 0) -> Path:
+    """At every kept checkpoint of each run that has an evaluation (``every`` > 0: only epochs that are multiples
+    of it): the run's logged (4,3) inferential / symmetric accuracy and seen test accuracy, the information-flow
+    :func:`mechanism_scores` averaged over all keys of the held-out pair (:func:`mean_mechanism_scores`) with the
+    number of keys routed inferential-ahead, E4's :func:`order_separation` in the first block's 2-D PCA map (as
+    ``p1-fig3b`` draws it), and the first layer's W_Q stable rank (from the weights): :func:`readouts`. One
+    forward pass per key and one batch of E4 inputs a checkpoint: ~1-3 s each at P1's paper config on one CPU
+    thread."""
+    if every < 0:
+        raise ConfigError(f"figure p1-readouts: option every: an epoch count >= 0 (0: every kept checkpoint), "
+                          f"got {every}")
+    runs, rows, probes = [], [], set()
+    for d in map(Path, run_dirs):
+        if not (d / rundir.CONFIG).is_file():
+            raise ConfigError(f"figure p1-readouts: {d} is not a run directory (no {rundir.CONFIG})")
+        cfg = rundir.read_config(d)
+        reason = why_not("p1-fig3", cfg) if isinstance(cfg, RunConfig) else "not an anchor-task run"
+        if reason:
+            raise ConfigError(f"figure p1-readouts: not applicable to run {d}: {reason}")
+        kept = set(rundir.checkpoint_steps(d)) if (d / rundir.CKPT_DIR).is_dir() else set()
+        evals = [r for r in rundir.read_metrics(d) if r["step"] in kept and r["epoch"] > 0
+                 and (every == 0 or r["epoch"] % every == 0)]
+        if not evals:
+            raise ConfigError(f"figure p1-readouts: {d} has no kept checkpoint at an evaluated epoch"
+                              + (f" that is a multiple of {every}" if every else ""))
+        probes.add("({},{})".format(*cfg.task.probe_pair))
+        run = [{"run_id": d.name, "label": _label(cfg), "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed,
+                "epoch": r["epoch"], "step": r["step"], "inferential": r.get("unseen_inferential_acc"),
+                "symmetric": r.get("unseen_symmetric_acc"), "seen_test": r.get("seen_test_acc"),
+                **readouts(load_model(d, r["step"])[0], cfg.task)} for r in evals]
+        runs.append(run)
+        rows += run
+    return save_figure(plot_readouts(runs, pair=" / ".join(sorted(probes))), rows, Path(out), "p1-readouts")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator, NullLocator
 
@@ -314,3 +315,38 @@ def plot_covariance_eigs(spectra: Sequence[tuple[str, np.ndarray]],
             ax.legend(fontsize=7)
         grid_margins(fig, 1, n, left=0.75, right=0.2, bottom=0.55, top=0.5, wgap=0.75)  # (a)'s two-line title
     return fig
+
+
+def plot_readouts(runs: Sequence[Sequence[Mapping[str, Any]]], pair: str = "(4,3)") -> Figure:
+    """P1's mechanism readouts along training, four panels against epoch, a line per run: the held-out pair's
+    answer (inferential solid, symmetric dashed), the information-flow scores averaged over its keys (symmetric
+    solid, inferential dashed), the separation of the two orders of an anchor pair after the first block (E4,
+    log) and the first layer's W_Q stable rank (log). Each run: rows ``{"label", "epoch", "inferential",
+    "symmetric", "routing_symmetric", "routing_inferential", "order_separation", "wq0_stable_rank"}``."""
+    cmap = plt.get_cmap("tab10")
+    panels = ((("inferential", "-"), ("symmetric", "--")), (("routing_symmetric", "-"), ("routing_inferential", "--")),
+              (("order_separation", "-"),), (("wq0_stable_rank", "-"),))
+    titles = (f"{pair}: inferential (solid), symmetric (dashed)",
+              "routing, mean over keys (Fig. 3):\nsymmetric (solid), inferential (dashed)",
+              "(a,b) from (b,a) after block 1 (Fig. 3b),\nover other pairs' distance",
+              "first layer's W_Q: stable rank")
+    with style():
+        fig, axes = plt.subplots(1, 4, figsize=(17.0, 3.8), sharex=True)
+        for ax, keys, title in zip(axes, panels, titles):
+            for i, rows in enumerate(runs):
+                for key, ls in keys:
+                    pts = [(r["epoch"], float(r[key])) for r in rows if r.get(key) is not None]
+                    if pts:
+                        ax.plot(*zip(*pts), color=cmap(i % 10), ls=ls, lw=1.2, marker="o", ms=2.5)
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("epoch")
+        axes[0].set_ylim(-0.02, 1.02)
+        axes[1].set_ylim(0, 1)
+        axes[2].set_yscale("log")
+        axes[3].set_yscale("log")
+        handles = [Line2D([], [], color=cmap(i % 10), lw=2, label=rows[0]["label"]) for i, rows in enumerate(runs)]
+        fig.legend(handles=handles, loc="center right", fontsize=8, frameon=False)
+        fig.suptitle(f"P1: mechanism readouts over training ({len(runs)} runs, kept checkpoints)", fontsize=9.5)
+        fig.tight_layout(rect=(0, 0, 1 - 2.2 / 17.0, 1))
+    return fig
+
