@@ -130,7 +130,7 @@ def test_m30_e210_sweep_is_p1s_full_schedule_at_its_top_rate():
     for point, c in configs:
         t = c.train
         assert (t.epochs, t.warmup_epochs, t.cosine_epochs, t.eval_every, t.precision) == (210, 10, 200, 3, "bf16")
-        assert (c.init.gamma, c.seeds.data_seed, c.seeds.init_seed) == (point["init.gamma"], point["seed"], point["seed"])
+        assert (c.init.gamma, c.seeds.data_seed, c.seeds.init_seed) == (point["init.gamma"], *[point["seed"]] * 2)
         assert t.lr * t.lr_multiplier == pytest.approx(3e-4) and t.lr == cbook.train.lr
         assert c.model == cbook.model and c.task == cbook.task
     cpu = load_config(CONFIGS / "p1" / "cbook.toml", ["train.epochs=210", "train.eval_every=3", "init.gamma=0.3",
