@@ -174,6 +174,28 @@ def test_mechanism_scalars(tiny_model):
     assert all(isinstance(v, float) for v in m.values())
 
 
+def test_training_logs_the_readouts_of_each_evaluated_model_and_trains_the_same(tmp_path):
+    """Every evaluation of a 2-layer composite GPT logs P1's routing and pair-order readouts of the model it
+    evaluates (equal to them recomputed from the checkpoint of that step); computing them draws nothing, so the
+    weights are those of a run that logs nothing from the model. A 1-layer run logs no routing."""
+    from anchorlab import rundir
+    from anchorlab.analysis.summary import LOGGED_READOUTS, readouts
+
+    cfg = tiny_config(**{"train.epochs": 2})
+    train(cfg, tmp_path / "logged", show_progress=False)
+    train(cfg, tmp_path / "plain", show_progress=False, weight_metrics=lambda model: {})
+    a, b = load_checkpoint(tmp_path / "logged"), load_checkpoint(tmp_path / "plain")
+    assert all(torch.equal(a[k], b[k]) for k in b)
+    for r in rundir.read_metrics(tmp_path / "logged"):
+        model, _ = load_model(tmp_path / "logged", r["step"])
+        x = readouts(model, cfg.task)
+        assert {name: r[name] for name in LOGGED_READOUTS} == {name: x[key] for name, key in LOGGED_READOUTS.items()}
+        assert 0 <= r["flow_symmetric"] <= 1 and 0 <= r["flow_inferential_ahead"] <= 80 and r["order_separation"] >= 0
+    one = tiny_config(**{"train.epochs": 1, "model.n_layers": 1})
+    train(one, tmp_path / "one", show_progress=False)
+    assert not set(LOGGED_READOUTS) & set(rundir.read_metrics(tmp_path / "one")[-1])
+
+
 def test_load_model_round_trip(tmp_path):
     cfg = tiny_config(**{"train.epochs": 1})
     train(cfg, tmp_path, show_progress=False)

@@ -224,8 +224,18 @@ def test_p1_condensation_draws_the_logged_mechanism_scalars_with_each_runs_answe
     assert [float(got[("small", e)]["wq0_stable_rank"]) for e in (0, 3, 6)] == [14.0, 1.2, 1.01]
     assert float(got[("small", 6)]["embed_top_share"]) == 0.6 and got[("middle", 3)]["embed_top_share"] == ""
     assert {r["run_id"]: r["last_answer"] for r in rows} == {"small": "inferential", "middle": "symmetric"}
+    assert rows[0]["flow_symmetric"] == rows[0]["order_separation"] == ""  # not logged: three panels
     with pytest.raises(ConfigError, match="p1-condensation: needs composite-task"):
         draw("p1-condensation", [bare], tmp_path / "o2")
+    # runs that logged the readouts too (2-layer runs since 2026-11-28): two more panels, their values in the CSV
+    recs = [{**r, "flow_symmetric": 0.3 + 0.1 * i, "order_separation": 0.2 / (i + 1)}
+            for i, r in enumerate(rundir.read_metrics(small))]
+    (small / rundir.METRICS).write_text("".join(json.dumps(r) + "\n" for r in recs))
+    wide = draw("p1-condensation", [small, middle], tmp_path / "o3")
+    got = {(r["run_id"], int(r["epoch"])): r for r in csv.DictReader(open(wide.with_suffix(".csv")))}
+    assert float(got[("small", 6)]["flow_symmetric"]) == pytest.approx(0.5)
+    assert got[("middle", 3)]["flow_symmetric"] == ""
+    assert _png_width(wide) > _png_width(png) * 1.4
 
 
 def test_the_keys_option_reads_one_key_type_of_the_held_out_pair(tmp_path):

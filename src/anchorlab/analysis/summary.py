@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import torch
 from torch import nn
 
 from anchorlab.analysis.condensation import greedy_groups, neuron_cosine, wq_neurons
@@ -46,19 +47,44 @@ def readouts(model: nn.Module, task_cfg: CompositeTaskConfig) -> dict[str, float
     from anchorlab.analysis.attention import mean_mechanism_scores
     from anchorlab.analysis.embeddings import attention_output_vectors, embed_2d, order_separation
 
-    mean, ahead, n = mean_mechanism_scores(model, task_cfg, task_cfg.probe_pair)
-    X, pairs = attention_output_vectors(model, task_cfg)
+    with torch.no_grad():
+        mean, ahead, n = mean_mechanism_scores(model, task_cfg, task_cfg.probe_pair)
+        X, pairs = attention_output_vectors(model, task_cfg)
     return {"routing_symmetric": mean["symmetric"], "routing_inferential": mean["inferential"],
             "keys_inferential_ahead": float(ahead), "keys": float(n),
             "order_separation": order_separation(embed_2d(X, "pca")[0], pairs),
             "wq0_stable_rank": stable_rank(linear_layer_spectra(model)["blocks.0.attn.W_Q"])}
 
 
+# The readouts (:func:`readouts`) every evaluation of a composite-task GPT of 2 layers or more logs, under these
+# names: P1 Fig. 3's routing scores averaged over the held-out pair's keys, and Fig. 3b's pair-order separation.
+LOGGED_READOUTS = {"flow_symmetric": "routing_symmetric", "flow_inferential": "routing_inferential",
+                   "flow_inferential_ahead": "keys_inferential_ahead", "order_separation": "order_separation"}
+
+
+def logs_readouts(cfg: RunConfig) -> bool:
+    """Whether training logs :data:`LOGGED_READOUTS` for ``cfg``: a GPT of 2 or more layers on the composite
+    task with the probe template's 9 positions."""
+    from anchorlab.analysis.attention import DEFAULT_TEMPLATE
+
+    return (cfg.model.name == "gpt" and isinstance(cfg.task, CompositeTaskConfig) and cfg.model.n_layers >= 2
+            and cfg.task.seq_len == len(DEFAULT_TEMPLATE))
+
+
 def training_metrics(cfg: RunConfig) -> Callable[[nn.Module], dict[str, float]] | None:
-    """What training logs from the weights at every evaluation (:attr:`anchorlab.kinds.RunKind.training_metrics`):
-    :func:`mechanism_scalars` over the composite task's item tokens for a GPT on the composite task (weight-only
-    SVDs, no forward pass, so sweeps can plot them); nothing for any other run."""
+    """What training logs from the model at every evaluation (:attr:`anchorlab.kinds.RunKind.training_metrics`),
+    for a GPT on the composite task: :func:`mechanism_scalars` over the item tokens (weight-only SVDs), and
+    where :func:`logs_readouts`, :data:`LOGGED_READOUTS` (one forward pass per key of the held-out pair and one
+    batch of E4 inputs, in fp32 without gradients; no random draw, so training is unchanged). Nothing for any
+    other run."""
     if cfg.model.name != "gpt" or not isinstance(cfg.task, CompositeTaskConfig):
         return None
-    tokens = item_tokens(cfg.task)
-    return lambda model: mechanism_scalars(model, embed_tokens=tokens)
+    tokens, task, probes = item_tokens(cfg.task), cfg.task, logs_readouts(cfg)
+
+    def metrics(model: nn.Module) -> dict[str, float]:
+        out = mechanism_scalars(model, embed_tokens=tokens)
+        if probes:
+            r = readouts(model, task)
+            out.update({name: r[key] for name, key in LOGGED_READOUTS.items()})
+        return out
+    return metrics

@@ -421,7 +421,7 @@ def p1_readouts(run_dirs: Sequence[Path], out: str | Path, every: int = 0) -> Pa
         if not (d / rundir.CONFIG).is_file():
             raise ConfigError(f"figure p1-readouts: {d} is not a run directory (no {rundir.CONFIG})")
         cfg = rundir.read_config(d)
-        reason = why_not("p1-fig3", cfg) if isinstance(cfg, RunConfig) else "not an anchor-task run"
+        reason = _needs_composite_probe(cfg, 2) if isinstance(cfg, RunConfig) else "not an anchor-task run"
         if reason:
             raise ConfigError(f"figure p1-readouts: not applicable to run {d}: {reason}")
         kept = set(rundir.checkpoint_steps(d)) if (d / rundir.CKPT_DIR).is_dir() else set()

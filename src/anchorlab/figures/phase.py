@@ -393,6 +393,9 @@ def p1_fig14(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = Fals
 # The weight-only mechanism scalars training logs at every evaluation (anchorlab.analysis.summary): column -> key
 MECHANISM_KEYS = {"wq0_groups": "wq0_n_groups", "wq0_stable_rank": "stable_rank/blocks.0.attn.W_Q",
                   "embed_top_share": "embed_cov_top_share"}
+# The readouts a 2-layer composite GPT's evaluations log since 2026-11-28 (anchorlab.analysis.summary.LOGGED_READOUTS):
+# P1 Fig. 3's symmetric routing score over the held-out pair's keys and Fig. 3b's pair-order separation
+READOUT_KEYS = {"flow_symmetric": "flow_symmetric", "order_separation": "order_separation"}
 # The same, read at the early epoch of p1-fit-speed
 EARLY_MECHANISM_KEYS = {f"early_{column}": key for column, key in MECHANISM_KEYS.items()}
 
@@ -473,11 +476,13 @@ def p1_condensation(run_dirs: list[Path], out: str | Path) -> Path:
     directions); the top eigenvalue's share of the trace of the item embeddings' covariance (P1 Fig. 12: its
     leading eigenvalue grows first at small init). Colour = γ, marker = seed, line style = the run's answer on
     the held-out pair at its last evaluation (inferential or symmetric where that accuracy is >= 0.5 and above
-    the other, else neither). Runs that logged none of the scalars are left out (trained before they were
-    logged, or by a trainer that did not log them)."""
+    the other, else neither). Where runs logged them (:data:`READOUT_KEYS`, 2-layer runs trained since
+    2026-11-28), two more panels: the symmetric routing score over the held-out pair's keys (Fig. 3) and the
+    separation of (a,b) from (b,a) after the first block (Fig. 3b). Runs that logged none of the scalars are
+    left out (trained before they were logged, or by a trainer that did not log them)."""
     from anchorlab.plotting.figures import plot_condensation
 
-    runs = [rows for rows in _curve_runs([Path(d) for d in run_dirs], MECHANISM_KEYS)
+    runs = [rows for rows in _curve_runs([Path(d) for d in run_dirs], {**MECHANISM_KEYS, **READOUT_KEYS})
             if any(r[k] is not None for r in rows for k in MECHANISM_KEYS)]
     if not runs:
         raise ConfigError("figure p1-condensation: needs composite-task (P1) runs whose evaluations logged the "

@@ -25,7 +25,8 @@ def run_with_cache(model: nn.Module, *args, names: Iterable[str] | None = None,
                    **kwargs) -> tuple[Tensor, dict[str, Tensor]]:
     """Run ``model(*args, **kwargs)`` and return (output, {hook name: activation}), detached.
 
-    ``names`` restricts the cache; unknown names raise ``KeyError`` listing the valid ones.
+    ``names`` restricts the cache; unknown names raise ``KeyError`` listing the valid ones. Tensor arguments go
+    to the model's device first (a probe batch built on the host runs on a model on the GPU).
     """
     all_names = hook_names(model)
     wanted = set(all_names) if names is None else set(names)
@@ -38,6 +39,8 @@ def run_with_cache(model: nn.Module, *args, names: Iterable[str] | None = None,
         if name in wanted:
             handles.append(m.register_forward_hook(
                 lambda _m, _inp, out, name=name: cache.__setitem__(name, out.detach())))
+    device = next(model.parameters()).device
+    args = tuple(a.to(device) if isinstance(a, Tensor) else a for a in args)
     try:
         out = model(*args, **kwargs)
     finally:

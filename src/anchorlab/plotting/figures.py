@@ -278,24 +278,31 @@ def plot_fit_speed(rows: Sequence[dict[str, Any]], loss_threshold: float, pair: 
 
 def plot_condensation(runs: Sequence[Sequence[dict[str, Any]]], pair: str = "(4,3)") -> Figure:
     """Three panels against epoch, a line per run: W_Q⁰'s stable rank (log), its neuron groups at cosine 0.7
-    (log) and the item embeddings' top covariance share. Colour = γ (viridis, larger γ = smaller init = lighter),
-    marker = seed, line style = the run's ``last_answer`` (inferential solid, symmetric dashed, neither dotted).
-    Each run: its evaluations, ``{"gamma", "seed", "epoch", "wq0_stable_rank", "wq0_groups", "embed_top_share",
-    "last_answer"}`` (a scalar None where not logged)."""
+    (log) and the item embeddings' top covariance share; two more where any run has them: the symmetric routing
+    score ``flow_symmetric`` and the pair-order separation ``order_separation`` (log). Colour = γ (viridis,
+    larger γ = smaller init = lighter), marker = seed, line style = the run's ``last_answer`` (inferential solid,
+    symmetric dashed, neither dotted). Each run: its evaluations, ``{"gamma", "seed", "epoch",
+    "wq0_stable_rank", "wq0_groups", "embed_top_share", "last_answer"}`` and optionally ``flow_symmetric``,
+    ``order_separation`` (a scalar None where not logged)."""
     gammas = sorted({rows[0]["gamma"] for rows in runs})
     seeds = sorted({rows[0]["seed"] for rows in runs})
     cmap = plt.get_cmap("viridis")
     color = {g: cmap(0.1 + 0.75 * i / max(len(gammas) - 1, 1)) for i, g in enumerate(gammas)}
     marker = {s: SEED_MARKERS[i % len(SEED_MARKERS)] for i, s in enumerate(seeds)}
     line = {"inferential": "-", "symmetric": "--", "neither": ":"}
-    panels = (("wq0_stable_rank", "first layer's W_Q: stable rank (1 = one direction)", True),
+    panels = [("wq0_stable_rank", "first layer's W_Q: stable rank (1 = one direction)", True),
               ("wq0_groups", "first layer's W_Q: neuron groups (cosine ≥ 0.7)", True),
-              ("embed_top_share", "item embeddings: top eigenvalue's share\nof the covariance's trace", False))
+              ("embed_top_share", "item embeddings: top eigenvalue's share\nof the covariance's trace", False)]
+    panels += [(key, title, log) for key, title, log in (
+        ("flow_symmetric", f"routing on {pair}, mean over keys (Fig. 3):\nsymmetric score", False),
+        ("order_separation", "(a,b) from (b,a) after block 1 (Fig. 3b),\nover other pairs' distance", True))
+        if any(r.get(key) is not None for rows in runs for r in rows)]
+    width = 5.2 * len(panels)
     with style():
-        fig, axes = plt.subplots(1, 3, figsize=(15.5, 3.8), sharex=True)
+        fig, axes = plt.subplots(1, len(panels), figsize=(width, 3.8), sharex=True)
         for ax, (key, title, log) in zip(axes, panels):
             for rows in runs:
-                pts = [(r["epoch"], float(r[key])) for r in rows if r[key] is not None]
+                pts = [(r["epoch"], float(r[key])) for r in rows if r.get(key) is not None]
                 if not pts:
                     continue
                 r0 = rows[0]
@@ -313,7 +320,7 @@ def plot_condensation(runs: Sequence[Sequence[dict[str, Any]]], pair: str = "(4,
         handles += [Line2D([], [], color="#555555", ls=line[a], label=f"ends {a} on {pair}") for a in answers]
         fig.legend(handles=handles, loc="center right", fontsize=8, frameon=False)
         fig.suptitle(f"P1: mechanism scalars over training ({len(runs)} runs)", fontsize=9.5)
-        fig.tight_layout(rect=(0, 0, 1 - 1.6 / 15.5, 1))
+        fig.tight_layout(rect=(0, 0, 1 - 1.6 / width, 1))
     return fig
 
 
