@@ -27,9 +27,11 @@ def test_the_queue_resumes_continues_or_starts_each_run(tmp_path):
         return (tmp_path / f"lr_m30_g{gamma}_s{seed}_bf16_e210.log").read_text().strip()
 
     out = {(g, s): str(tmp_path / f"lr_m30_g{g}_s{s}_bf16_e210") for g in ("1.2", "0.3") for s in (1, 2, 3)}
-    assert command("1.2", 2) == f"train --resume {out['1.2', 2]}"
+    # every command sets the threads: one a trainer with two trainers side by side (a run continued by --from
+    # would otherwise keep its source's)
+    assert command("1.2", 2) == f"train --resume {out['1.2', 2]} --set train.threads=1"
     assert command("1.2", 1) == (f"train --from {tmp_path / 'lr_m30_g1.2_s1_bf16_e39'} --set train.epochs=210 "
-                                 f"--set train.checkpoint_every=3 --out {out['1.2', 1]}")
+                                 f"--set train.checkpoint_every=3 --set train.threads=1 --out {out['1.2', 1]}")
     assert command("1.2", 3).startswith(f"train --from {tmp_path / 'lr_m30_g1.2_s3_bf16'} --set train.epochs=210")
     for seed in (1, 2, 3):  # no shorter run of the large init: from step 0, P1's schedule at m = 30
         assert command("0.3", seed) == (
@@ -37,3 +39,9 @@ def test_the_queue_resumes_continues_or_starts_each_run(tmp_path):
             "--set train.checkpoint_every=3 --set train.precision=bf16 --set init.gamma=0.3 "
             f"--set train.lr_multiplier=30 --set seed={seed} --set train.threads=1 --out {out['0.3', seed]}")
     assert done.stdout.count("exit 0") == 6
+    # one trainer at a time: two threads, unless THREADS says otherwise
+    for extra, threads in (({"SLOTS": "1"}, 2), ({"SLOTS": "1", "THREADS": "3"}, 3)):
+        (tmp_path / "lr_m30_g1.2_s2_bf16_e210.log").unlink()
+        assert subprocess.run(["bash", str(SCRIPT)], env={**env, **extra}, capture_output=True, text=True,
+                              timeout=60).returncode == 0
+        assert command("1.2", 2) == f"train --resume {out['1.2', 2]} --set train.threads={threads}"
