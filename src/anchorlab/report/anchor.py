@@ -42,6 +42,8 @@ from anchorlab.sweep import MANIFEST, collect
 PHASE_METRICS = {"composite": (("unseen_inferential_acc", "unseen_symmetric_acc"), "seen_test_acc"),
                  "mem_rsn": (("mem_acc", "rsn_test_acc"), "rsn_train_acc")}
 MECHANISM_KEYS = ("wq0_n_groups", "wq0_largest_group_frac", "embed_cov_top_share")
+# P1's routing and pair-order readouts, logged by runs of 2 or more layers since 2026-11-28 (analysis.summary)
+READOUT_KEYS = ("flow_symmetric", "flow_inferential", "order_separation")
 MAX_COMPARED = 6  # runs in one figure that compares runs (a panel, row or line each)
 DEFAULT_RUN_FIGURES = 12  # runs of a sweep that get figures when not told: one per grid point, at most this
 # The runs of a sweep that get the single-run mechanism figures (P1 Fig. 3b, 4; P2 Fig. 4-6): per task, the run
@@ -78,7 +80,7 @@ def _curve_panels(history: list[dict[str, Any]], cfg: Any) -> tuple[dict[str, di
         if held and len(names) > 8:
             # the legend counts a group's lines: "seen pairs (30)"
             groups["accuracy per group"] = {g: g if g.startswith(held) else "seen pairs" for g in names}
-    mech = {k: [r.get(k) for r in history] for k in MECHANISM_KEYS if k in history[-1]}
+    mech = {k: [r.get(k) for r in history] for k in (*MECHANISM_KEYS, *READOUT_KEYS) if k in history[-1]}
     if mech:
         panels["mechanism scalars"] = {k: v for k, v in mech.items() if k != "wq0_n_groups"}
         if "wq0_n_groups" in mech:
@@ -337,7 +339,7 @@ def sweep_page(sweep_dir: Path, max_run_figures: int | None = None, anchor: str 
         ("provenance", "provenance"), ("phase", "phase diagram"), ("table", "table"), ("curves", "curves"),
         ("grids", "sweep figures"), ("compare", "runs compared"), ("runs", "runs")), anchor)
     parts.append(f'<h2 id="{anchor}phase">Phase diagram</h2>' + _phase(rows, manifest.get("axes", {}), task))
-    head = (*HEADLINE.get(task, ()), "final_train_loss", *MECHANISM_KEYS)
+    head = (*HEADLINE.get(task, ()), "final_train_loss", *MECHANISM_KEYS, *READOUT_KEYS)
     parts.append(collected_table(rows, axes, head, existing, anchor))
     parts.append(f'<h2 id="{anchor}curves">Training curves of all runs</h2>' + _overview(existing, task))
     parts.append(f'<h2 id="{anchor}grids">Sweep figures</h2>')
