@@ -194,6 +194,13 @@ def test_training_logs_the_readouts_of_each_evaluated_model_and_trains_the_same(
     one = tiny_config(**{"train.epochs": 1, "model.n_layers": 1})
     train(one, tmp_path / "one", show_progress=False)
     assert not set(LOGGED_READOUTS) & set(rundir.read_metrics(tmp_path / "one")[-1])
+    # a vocabulary without the probe template's tokens (up to 63): no readouts, rather than a failed evaluation
+    from anchorlab.analysis.summary import logs_readouts, training_metrics
+
+    small = tiny_config(**{"task.key_min": 16, "task.key_max": 30, "task.vocab_size": 45})
+    assert logs_readouts(cfg) and not logs_readouts(small)
+    logged = training_metrics(small)(build_initialized_model(small, small.task.vocab_size))
+    assert "wq0_n_groups" in logged and not set(LOGGED_READOUTS) & set(logged)
 
 
 def test_load_model_round_trip(tmp_path):

@@ -37,6 +37,7 @@ def test_defaults_are_the_paper_values():
     ("task.split_modulus=3", "task.split_modulus"),
     ("task.anchors=[1,2,3,50]", "task.anchors"),
     ("task.vocab_size=100", "task.vocab_size"),
+    ("task.key_min=12", "task.key_min"),  # key 12 - 16 ((4,4)'s shift) is no token
     ("train.device='tpu'", "train.device"),
     ("init.role_gamma={nope=0.5}", "init.role_gamma"),
 ])

@@ -318,6 +318,8 @@ def test_figures_refuse_runs_they_do_not_apply_to(tmp_path):
     assert {r["matrix"] for r in read_csv(tmp_path / "f" / "p1-fig13.csv")} == {"W_E", "W_in", "W_U"}
     one_layer = tiny_config(**{"model.n_layers": 1})
     assert "at least 2 layers" in why_not("p1-fig4", one_layer) and why_not("p1-fig3", one_layer) is None
+    small_vocab = tiny_config(**{"task.key_min": 16, "task.key_max": 30, "task.vocab_size": 45})
+    assert why_not("p1-fig3", small_vocab) == "the probe template's tokens go up to 63; task.vocab_size is 45"
 
 
 def test_training_logs_mechanism_scalars(runs):

@@ -111,8 +111,9 @@ class CompositeTaskConfig:
         check(self.probe_pair in self.held_out, "task.probe_pair", f"one of task.held_out {list(self.held_out)}")
         lo = self.key_min + min(self._pair_shifts()) if self.anchors else 0
         hi = self.key_max + max(self._pair_shifts()) if self.anchors else 0
-        check(lo >= 0 and hi < self.vocab_size, "task.vocab_size",
-               f"an integer > {hi} so that every label ({lo}..{hi}) is a token")
+        check(lo >= 0, "task.key_min", f"an integer >= {self.key_min - lo} so that every label (key + shift, down "
+               f"to {lo} now) is a token (>= 0)")
+        check(hi < self.vocab_size, "task.vocab_size", f"an integer > {hi} so that every label ({lo}..{hi}) is a token")
 
     def n_train_rows(self) -> int | None:
         """Training rows the generator makes (the train-key groups of every pair not held out); None with a

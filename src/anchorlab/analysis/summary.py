@@ -64,11 +64,11 @@ LOGGED_READOUTS = {"flow_symmetric": "routing_symmetric", "flow_inferential": "r
 
 def logs_readouts(cfg: RunConfig) -> bool:
     """Whether training logs :data:`LOGGED_READOUTS` for ``cfg``: a GPT of 2 or more layers on the composite
-    task with the probe template's 9 positions."""
+    task with the probe template's 9 positions and a vocabulary that holds its tokens."""
     from anchorlab.analysis.attention import DEFAULT_TEMPLATE
 
     return (cfg.model.name == "gpt" and isinstance(cfg.task, CompositeTaskConfig) and cfg.model.n_layers >= 2
-            and cfg.task.seq_len == len(DEFAULT_TEMPLATE))
+            and cfg.task.seq_len == len(DEFAULT_TEMPLATE) and max(DEFAULT_TEMPLATE) < cfg.task.vocab_size)
 
 
 def training_metrics(cfg: RunConfig) -> Callable[[nn.Module], dict[str, float]] | None:

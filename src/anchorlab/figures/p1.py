@@ -80,6 +80,9 @@ def _needs_composite_probe(cfg: RunConfig, min_layers: int = 1) -> str | None:
         return f"needs the composite task (P1), not {cfg.task.name!r}"
     if cfg.task.seq_len != len(DEFAULT_TEMPLATE):
         return f"the probe template has {len(DEFAULT_TEMPLATE)} positions; task.seq_len is {cfg.task.seq_len}"
+    if max(DEFAULT_TEMPLATE) >= cfg.task.vocab_size:
+        return (f"the probe template's tokens go up to {max(DEFAULT_TEMPLATE)}; task.vocab_size is "
+                f"{cfg.task.vocab_size}")
     if cfg.model.n_layers < min_layers:
         return f"needs at least {min_layers} layers; model.n_layers is {cfg.model.n_layers}"
     return None
