@@ -62,3 +62,21 @@ def test_the_protocol_call_seeds_from_docs_and_brings_back_only_new_runs(tmp_pat
     partial |= {p.parent.name for p in ROOT.glob("docs/p1_frontier/data_steps_*/n*/*/config.json")} - steps
     assert partial
     assert not partial & {s.split("/")[1] for s in seeded}
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("bash", "tar", "timeout", "sed", "grep")),
+                    reason="needs bash, tar, timeout, sed and grep")
+def test_a_failing_smoke_run_ends_the_call_before_any_sweep(tmp_path):
+    """The tiny run every device call starts with (experiments/gpu_call.sh): where it fails, the call stops with
+    its output's tail, and no sweep starts."""
+    fake = tmp_path / "python"
+    fake.write_text('#!/usr/bin/env bash\n[ "$1" = "-c" ] && { echo "torch (stand-in)"; exit 0; }\n'
+                    '[ "$3" = "train" ] && { echo "Traceback: the readouts on cuda"; exit 1; }\n'
+                    'echo "a sweep ran" >> "$(dirname "$0")/sweeps"\n')
+    fake.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "PY": str(fake), "RUNS": str(tmp_path / "runs"), "OUT": str(tmp_path / "out"),
+           "LIMIT": "300"}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "Traceback: the readouts on cuda" in done.stdout and "smoke run failed" in done.stdout
+    assert not (tmp_path / "sweeps").exists()
