@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
@@ -381,17 +382,22 @@ def test_step_selects_the_checkpoint(runs, tmp_path):
 
 
 def test_readouts_along_training(runs, tmp_path):
-    """p1-readouts: a row per kept checkpoint at an evaluated epoch (every one of the tiny runs' epochs 1-3; with
-    every=2, epoch 2 only), the logged answer beside the readouts of that checkpoint's model."""
+    """p1-readouts: a row per evaluated epoch (the tiny runs' epochs 1-3; with every=2, epoch 2 only), the logged
+    answer beside the model's readouts: as training logged them, or, for a run that did not log them, computed
+    from the kept checkpoint of that step, with the same values."""
+    import shutil
+
     from anchorlab import rundir
     from anchorlab.analysis.attention import mean_mechanism_scores
     from anchorlab.analysis.embeddings import embed_2d, order_separation
+    from anchorlab.analysis.summary import LOGGED_READOUTS
 
     png = draw("p1-readouts", runs, tmp_path)
     assert png.stat().st_size > 10_000
     rows = read_csv(tmp_path / "p1-readouts.csv")
-    assert [(r["run_id"], int(r["epoch"])) for r in rows] == [(d.name, e) for d in runs for e in (1, 2, 3)]
-    r = rows[1]  # the first run at epoch 2: its logged answer and its checkpoint's readouts
+    assert [(r["run_id"], int(r["epoch"]), r["source"]) for r in rows] == [
+        (d.name, e, "logged") for d in runs for e in (1, 2, 3)]
+    r = rows[1]  # the first run at epoch 2: its logged answer and the readouts of its checkpoint's model
     logged = next(m for m in rundir.read_metrics(runs[0]) if m["epoch"] == 2)
     assert float(r["inferential"]) == logged["unseen_inferential_acc"] and int(r["step"]) == logged["step"]
     model, cfg = load_model(runs[0], logged["step"])
@@ -399,8 +405,16 @@ def test_readouts_along_training(runs, tmp_path):
     assert float(r["routing_symmetric"]) == pytest.approx(mean["symmetric"]) and float(r["keys"]) == n == 80
     X, pairs = attention_output_vectors(model, cfg.task)
     assert float(r["order_separation"]) == pytest.approx(order_separation(embed_2d(X, "pca")[0], pairs))
-    draw("p1-readouts", runs[:1], tmp_path / "two", every=2)
-    assert [int(r["epoch"]) for r in read_csv(tmp_path / "two" / "p1-readouts.csv")] == [2]
+    # the same run without logged readouts (trained before they were logged): from its checkpoints
+    old = tmp_path / "old"
+    shutil.copytree(runs[0], old)
+    (old / rundir.METRICS).write_text("".join(json.dumps({k: v for k, v in m.items() if k not in LOGGED_READOUTS})
+                                              + "\n" for m in rundir.read_metrics(runs[0])))
+    draw("p1-readouts", [old], tmp_path / "old_out", every=2)
+    (again,) = read_csv(tmp_path / "old_out" / "p1-readouts.csv")
+    assert (int(again["epoch"]), again["source"]) == (2, "checkpoint")
+    for key in ("routing_symmetric", "routing_inferential", "order_separation", "wq0_stable_rank"):
+        assert float(again[key]) == pytest.approx(float(r[key]), rel=1e-9), key
 
 
 def test_readouts_bad_input_is_one_line_exit_2(runs, tmp_path, capsys):
@@ -410,7 +424,8 @@ def test_readouts_bad_input_is_one_line_exit_2(runs, tmp_path, capsys):
     assert "option every" in capsys.readouterr().err and not (tmp_path / "a").exists()
     assert main(["figure", "p1-readouts", str(runs[0]), "--option", "every=7", "--out", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no kept checkpoint at an evaluated epoch that is a multiple of 7" in err
+    assert err.count("\n") == 1 and "no evaluation with logged readouts or a kept checkpoint at an epoch that is a " \
+        "multiple of 7" in err
 
 
 # ---- RUN_DIR@STEP: a checkpoint per run -------------------------------------------------------------

@@ -409,15 +409,19 @@ def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_st
         "routing scores over all keys (Fig. 3), the pair-order separation (Fig. 3b) and W_Q⁰'s stable rank, a line "
         "per run")
 def p1_readouts(run_dirs: Sequence[Path], out: str | Path, every: int = 0) -> Path:
-    """At every kept checkpoint of each run that has an evaluation (``every`` > 0: only epochs that are multiples
-    of it): the run's logged (4,3) inferential / symmetric accuracy and seen test accuracy, the information-flow
+    """At every evaluation of each run (``every`` > 0: only epochs that are multiples of it) that logged P1's
+    readouts (runs of 2 or more layers trained since 2026-11-28: :data:`~anchorlab.analysis.summary.LOGGED_READOUTS`)
+    or whose checkpoint of that step was kept (they are then computed from it, as training computes them): the
+    run's logged (4,3) inferential / symmetric accuracy and seen test accuracy, the information-flow
     :func:`mechanism_scores` averaged over all keys of the held-out pair (:func:`mean_mechanism_scores`) with the
     number of keys routed inferential-ahead, E4's :func:`order_separation` in the first block's 2-D PCA map (as
-    ``p1-fig3b`` draws it), and the first layer's W_Q stable rank (from the weights): :func:`readouts`. One
-    forward pass per key and one batch of E4 inputs a checkpoint: ~1-3 s each at P1's paper config on one CPU
-    thread."""
+    ``p1-fig3b`` draws it), and the first layer's W_Q stable rank: :func:`readouts`. The CSV's ``source`` says
+    which ("logged" or "checkpoint"). From a checkpoint, one forward pass per key and one batch of E4 inputs:
+    ~1 s at P1's paper config on one CPU thread; logged readouts need no weights (committed GPU records)."""
+    from anchorlab.analysis.summary import LOGGED_READOUTS
+
     if every < 0:
-        raise ConfigError(f"figure p1-readouts: option every: an epoch count >= 0 (0: every kept checkpoint), "
+        raise ConfigError(f"figure p1-readouts: option every: an epoch count >= 0 (0: every evaluation), "
                           f"got {every}")
     runs, rows, probes = [], [], set()
     for d in map(Path, run_dirs):
@@ -428,16 +432,26 @@ def p1_readouts(run_dirs: Sequence[Path], out: str | Path, every: int = 0) -> Pa
         if reason:
             raise ConfigError(f"figure p1-readouts: not applicable to run {d}: {reason}")
         kept = set(rundir.checkpoint_steps(d)) if (d / rundir.CKPT_DIR).is_dir() else set()
-        evals = [r for r in rundir.read_metrics(d) if r["step"] in kept and r["epoch"] > 0
-                 and (every == 0 or r["epoch"] % every == 0)]
-        if not evals:
-            raise ConfigError(f"figure p1-readouts: {d} has no kept checkpoint at an evaluated epoch"
-                              + (f" that is a multiple of {every}" if every else ""))
+        run = []
+        for r in rundir.read_metrics(d):
+            if r["epoch"] == 0 or (every and r["epoch"] % every):
+                continue
+            if all(k in r for k in LOGGED_READOUTS):
+                x = {key: r[name] for name, key in LOGGED_READOUTS.items()}
+                x.update(keys=float(cfg.task.key_max - cfg.task.key_min + 1),
+                         wq0_stable_rank=r.get("stable_rank/blocks.0.attn.W_Q"), source="logged")
+            elif r["step"] in kept:
+                x = {**readouts(load_model(d, r["step"])[0], cfg.task), "source": "checkpoint"}
+            else:
+                continue
+            run.append({"run_id": d.name, "label": _label(cfg), "gamma": cfg.init.gamma,
+                        "seed": cfg.seeds.init_seed, "epoch": r["epoch"], "step": r["step"],
+                        "inferential": r.get("unseen_inferential_acc"), "symmetric": r.get("unseen_symmetric_acc"),
+                        "seen_test": r.get("seen_test_acc"), **x})
+        if not run:
+            raise ConfigError(f"figure p1-readouts: {d} has no evaluation with logged readouts or a kept checkpoint"
+                              + (f" at an epoch that is a multiple of {every}" if every else ""))
         probes.add("({},{})".format(*cfg.task.probe_pair))
-        run = [{"run_id": d.name, "label": _label(cfg), "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed,
-                "epoch": r["epoch"], "step": r["step"], "inferential": r.get("unseen_inferential_acc"),
-                "symmetric": r.get("unseen_symmetric_acc"), "seen_test": r.get("seen_test_acc"),
-                **readouts(load_model(d, r["step"])[0], cfg.task)} for r in evals]
         runs.append(run)
         rows += run
     return save_figure(plot_readouts(runs, pair=" / ".join(sorted(probes))), rows, Path(out), "p1-readouts")
