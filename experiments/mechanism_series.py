@@ -5,8 +5,8 @@ the run's logged (4,3) answer at that epoch next to
   (:func:`anchorlab.analysis.attention.mean_mechanism_scores`) and on how many keys the inferential one is ahead;
 * E4 (P1 Fig. 3b): how far apart the two orders of an anchor pair lie after the first block, in the 2-D PCA map of
   ``anchorlab figure p1-fig3b`` (:func:`anchorlab.analysis.embeddings.order_separation`; 0: order lost);
-* the first layer's W_Q stable rank and (logged) neuron groups;
-all but the last from :func:`anchorlab.analysis.summary.readouts`, as ``anchorlab figure p1-readouts`` draws them.
+* the first layer's W_Q stable rank and neuron groups, as the run logged them;
+the first two from :func:`anchorlab.analysis.summary.readouts`, as ``anchorlab figure p1-readouts`` draws them.
 
     python experiments/mechanism_series.py RUN_DIR [--every 9] [--first 9] [--last N]
 
@@ -48,7 +48,7 @@ def main() -> None:
         print(f"| {epoch} | {r['unseen_inferential_acc']:.3f} | {r['unseen_symmetric_acc']:.3f} | "
               f"{r['seen_test_acc']:.3f} | {x['routing_symmetric']:.2f} / {x['routing_inferential']:.2f} | "
               f"{x['keys_inferential_ahead']:.0f} of {x['keys']:.0f} | {x['order_separation']:.3f} | "
-              f"{x['wq0_stable_rank']:.2f} | {r['wq0_n_groups']:.0f} |", flush=True)
+              f"{r['stable_rank/blocks.0.attn.W_Q']:.2f} | {r['wq0_n_groups']:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -155,14 +155,18 @@ def test_a_sparser_checkpoint_cadence_keeps_what_the_sparser_run_keeps(runs, tmp
     assert direct["final_train_loss"] == full["final_train_loss"]
 
 
-def test_a_cadence_needing_a_checkpoint_the_source_did_not_keep_is_one_line_exit_2(runs, tmp_path, capsys):
+@pytest.mark.parametrize("field, message", [
+    ("train.checkpoint_every", "train.checkpoint_every: 1 keeps epoch 1"),  # the source kept epochs 0, 2 and 3
+    ("train.eval_every", "train.eval_every: 1 evaluates epoch 1"),  # the source evaluated epochs 0, 2 and 3
+])
+def test_a_cadence_the_source_did_not_keep_or_evaluate_is_one_line_exit_2(runs, tmp_path, capsys, field, message):
     root, _ = runs
-    out = tmp_path / "run"  # every epoch: the source kept epochs 0, 2 and 3, not 1
-    args = ["train", "--from", str(root / "short"), "--set", "train.epochs=5", "--set", "train.checkpoint_every=1",
+    out = tmp_path / "run"  # every epoch: the source's cadence is every 2
+    args = ["train", "--from", str(root / "short"), "--set", "train.epochs=5", "--set", f"{field}=1",
             "--out", str(out)]
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "train.checkpoint_every: 1 keeps epoch 1" in err and "multiple of 2" in err
+    assert len(err.splitlines()) == 1 and message in err and "multiple of 2" in err
     assert not out.exists()
 
 
@@ -190,17 +194,6 @@ def test_a_sparser_evaluation_cadence_keeps_what_the_sparser_run_evaluates(runs,
     except ImportError:
         return
     assert _scalars(tmp_path / "ext", "seen_test_acc") == _scalars(root / "full", "seen_test_acc")
-
-
-def test_an_evaluation_cadence_the_source_did_not_evaluate_is_one_line_exit_2(runs, tmp_path, capsys):
-    root, _ = runs
-    out = tmp_path / "run"  # every epoch: the source evaluated epochs 0, 2 and 3, not 1
-    args = ["train", "--from", str(root / "short"), "--set", "train.epochs=5", "--set", "train.eval_every=1",
-            "--out", str(out)]
-    assert main(args) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "train.eval_every: 1 evaluates epoch 1" in err and "multiple of 2" in err
-    assert not out.exists()
 
 
 def test_resume_trains_an_unfinished_run_on_from_its_own_config(runs, tmp_path, capsys):

@@ -123,6 +123,7 @@ def seed_longer_run(source: str | Path, cfg: RunConfig, out: str | Path) -> bool
         # denser cadence than this run's
         evaluations = [r for r in rundir.read_metrics(source) if r["step"] <= step]
         kept = [r for r in evaluations if r["epoch"] % tc.eval_every == 0]
+        dropped = [r["epoch"] for r in evaluations if r["epoch"] % tc.eval_every]
         rundir.write_atomic(tmp / rundir.METRICS, "".join(json.dumps(r) + "\n" for r in kept))
         epochs = [r for r in rundir.read_metrics(source, rundir.EPOCHS) if r["step"] <= step]
         rundir.write_atomic(tmp / rundir.EPOCHS, "".join(json.dumps(r) + "\n" for r in epochs))
@@ -134,9 +135,9 @@ def seed_longer_run(source: str | Path, cfg: RunConfig, out: str | Path) -> bool
                 shutil.copy2(rundir.checkpoint_path(source, s), rundir.checkpoint_path(tmp, s))
         shutil.copy2(source / rundir.CKPT_DIR / rundir.RESUME, tmp / rundir.CKPT_DIR / rundir.RESUME)
         if (source / tracking.EVENTS).exists():
-            if all(r in kept for r in evaluations[:-1]):  # at most the last one left out: TensorBoard drops it
+            if dropped in ([], [epoch]):  # at most the last one left out: TensorBoard drops it
                 shutil.copy2(source / tracking.EVENTS, tmp / tracking.EVENTS)
-                if len(kept) < len(evaluations):
+                if dropped:
                     tracking.mark_restart(tmp, step)
             else:  # evaluations left out on the way: the curves written anew from the kept ones
                 for r in kept:

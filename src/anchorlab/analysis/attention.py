@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -14,6 +15,21 @@ from anchorlab.config import CompositeTaskConfig
 # zeros are overwritten by key, a1, a2.
 DEFAULT_TEMPLATE = (35, 63, 0, 0, 0, 38, 42, 36, 62)
 DEFAULT_KEY_POS = 2
+
+
+def probe_why_not(cfg: Any, min_layers: int = 1) -> str | None:
+    """None where a GPT of run config ``cfg`` can be probed with :data:`DEFAULT_TEMPLATE` (the composite task, its
+    9 positions, a vocabulary that holds the template's tokens, at least ``min_layers`` layers), else why not."""
+    if cfg.task.name != "composite":
+        return f"needs the composite task (P1), not {cfg.task.name!r}"
+    if cfg.task.seq_len != len(DEFAULT_TEMPLATE):
+        return f"the probe template has {len(DEFAULT_TEMPLATE)} positions; task.seq_len is {cfg.task.seq_len}"
+    if max(DEFAULT_TEMPLATE) >= cfg.task.vocab_size:
+        return (f"the probe template's tokens go up to {max(DEFAULT_TEMPLATE)}; task.vocab_size is "
+                f"{cfg.task.vocab_size}")
+    if cfg.model.n_layers < min_layers:
+        return f"needs at least {min_layers} layers; model.n_layers is {cfg.model.n_layers}"
+    return None
 
 
 def probe_tokens(task_cfg: CompositeTaskConfig, keys: Sequence[int], pair: Sequence[int],

@@ -38,12 +38,12 @@ def mechanism_scalars(model: nn.Module, threshold: float = 0.7,
 
 
 def readouts(model: nn.Module, task_cfg: CompositeTaskConfig) -> dict[str, float]:
-    """P1's routing and pair-order readouts of one model, with its condensation (what ``p1-readouts`` draws
-    along training): ``routing_symmetric`` / ``routing_inferential``, the information-flow mechanism scores of
-    the held-out pair averaged over every key (P1 Fig. 3), ``keys_inferential_ahead`` of ``keys``;
-    ``order_separation``, how far apart (a,b) and (b,a) lie after the first block in its 2-D PCA map (E4, Fig.
-    3b; 0 = order lost); ``wq0_stable_rank``, the first layer's W_Q stable rank (Fig. 13). Runs the model once
-    per key plus one batch of E4 inputs."""
+    """P1's routing and pair-order readouts of one model (what ``p1-readouts`` draws along training):
+    ``routing_symmetric`` / ``routing_inferential``, the information-flow mechanism scores of the held-out pair
+    averaged over every key (P1 Fig. 3), ``keys_inferential_ahead`` of ``keys``; ``order_separation``, how far
+    apart (a,b) and (b,a) lie after the first block in its 2-D PCA map (E4, Fig. 3b; 0 = order lost). Runs the
+    model once per key plus one batch of E4 inputs. (The W_Q stable rank ``p1-readouts`` draws beside them is
+    :func:`mechanism_scalars`' ``stable_rank/blocks.0.attn.W_Q``.)"""
     from anchorlab.analysis.attention import mean_mechanism_scores
     from anchorlab.analysis.embeddings import attention_output_vectors, embed_2d, order_separation
 
@@ -52,8 +52,7 @@ def readouts(model: nn.Module, task_cfg: CompositeTaskConfig) -> dict[str, float
         X, pairs = attention_output_vectors(model, task_cfg)
     return {"routing_symmetric": mean["symmetric"], "routing_inferential": mean["inferential"],
             "keys_inferential_ahead": float(ahead), "keys": float(n),
-            "order_separation": order_separation(embed_2d(X, "pca")[0], pairs),
-            "wq0_stable_rank": stable_rank(linear_layer_spectra(model)["blocks.0.attn.W_Q"])}
+            "order_separation": order_separation(embed_2d(X, "pca")[0], pairs)}
 
 
 # The readouts (:func:`readouts`) every evaluation of a composite-task GPT of 2 layers or more logs, under these
@@ -63,12 +62,11 @@ LOGGED_READOUTS = {"flow_symmetric": "routing_symmetric", "flow_inferential": "r
 
 
 def logs_readouts(cfg: RunConfig) -> bool:
-    """Whether training logs :data:`LOGGED_READOUTS` for ``cfg``: a GPT of 2 or more layers on the composite
-    task with the probe template's 9 positions and a vocabulary that holds its tokens."""
-    from anchorlab.analysis.attention import DEFAULT_TEMPLATE
+    """Whether training logs :data:`LOGGED_READOUTS` for ``cfg``: a GPT of 2 or more layers that the probe
+    template fits (:func:`~anchorlab.analysis.attention.probe_why_not`)."""
+    from anchorlab.analysis.attention import probe_why_not
 
-    return (cfg.model.name == "gpt" and isinstance(cfg.task, CompositeTaskConfig) and cfg.model.n_layers >= 2
-            and cfg.task.seq_len == len(DEFAULT_TEMPLATE) and max(DEFAULT_TEMPLATE) < cfg.task.vocab_size)
+    return cfg.model.name == "gpt" and probe_why_not(cfg, 2) is None
 
 
 def training_metrics(cfg: RunConfig) -> Callable[[nn.Module], dict[str, float]] | None:

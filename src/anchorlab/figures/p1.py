@@ -19,13 +19,13 @@ from anchorlab import rundir
 from anchorlab.analysis import load_model
 from anchorlab.analysis.attention import (
     DEFAULT_KEY_POS,
-    DEFAULT_TEMPLATE,
     default_probe_input,
     flow_edges,
     mean_mechanism_scores,
     mechanism_edges,
     mechanism_scores,
     probe_information_flow,
+    probe_why_not,
 )
 from anchorlab.analysis.condensation import greedy_groups, neuron_cosine, reorder, wq_neurons
 from anchorlab.analysis.embeddings import (
@@ -57,6 +57,7 @@ from anchorlab.plotting.mechanisms import (
 )
 from anchorlab.sweep import MANIFEST
 
+WQ0_STABLE_RANK = "stable_rank/blocks.0.attn.W_Q"  # the first layer's W_Q stable rank, as evaluations log it
 # E5 (Fig. 4a,b): lower triangle (3,3) vs (2,2), upper triangle (1,2) vs (1,3), keys 30-40.
 E5_KEYS = tuple(range(30, 41))
 E5_LOWER, E5_UPPER = ((3, 3), (2, 2)), ((1, 2), (1, 3))
@@ -73,19 +74,7 @@ def _needs_gpt(cfg: RunConfig) -> str | None:
 
 
 def _needs_composite_probe(cfg: RunConfig, min_layers: int = 1) -> str | None:
-    reason = _needs_gpt(cfg)
-    if reason:
-        return reason
-    if cfg.task.name != "composite":
-        return f"needs the composite task (P1), not {cfg.task.name!r}"
-    if cfg.task.seq_len != len(DEFAULT_TEMPLATE):
-        return f"the probe template has {len(DEFAULT_TEMPLATE)} positions; task.seq_len is {cfg.task.seq_len}"
-    if max(DEFAULT_TEMPLATE) >= cfg.task.vocab_size:
-        return (f"the probe template's tokens go up to {max(DEFAULT_TEMPLATE)}; task.vocab_size is "
-                f"{cfg.task.vocab_size}")
-    if cfg.model.n_layers < min_layers:
-        return f"needs at least {min_layers} layers; model.n_layers is {cfg.model.n_layers}"
-    return None
+    return _needs_gpt(cfg) or probe_why_not(cfg, min_layers)
 
 
 def _fig4_why_not(cfg: RunConfig) -> str | None:
@@ -132,9 +121,8 @@ def _label(cfg: RunConfig, run_dir: Path | None = None, at: int | None = None) -
     label = f"γ {cfg.init.gamma:g}, {model_label(cfg)}, seed {cfg.seeds.init_seed}"
     if at is None:
         return label
-    epoch = 0 if at == 0 else next((int(r["epoch"]) for r in rundir.read_metrics(run_dir, rundir.EPOCHS)
-                                    if r.get("step") == at), None) if run_dir is not None else None
-    return f"{label}, " + (f"epoch {epoch}" if epoch is not None else f"step {at}")
+    ends = {0: 0} | ({r["step"]: r["epoch"] for r in rundir.read_metrics(run_dir, rundir.EPOCHS)} if run_dir else {})
+    return f"{label}, epoch {ends[at]}" if at in ends else f"{label}, step {at}"
 
 
 Step = int | Sequence[int] | None  # ``--step`` may be given several times
@@ -305,11 +293,11 @@ def p1_fig5(run_dirs: Sequence[Path], out: str | Path, threshold: float = 0.7, m
     word = _method(method)
     panels, rows = [], []
     for d, model, cfg, at in _load_runs("p1-fig5", run_dirs, step, run_steps):
-        c = _condensation(model, cfg, threshold, method)
-        panels.append({"C": c["C"], "cos_title": f"W_Q⁰ cosine: {_label(cfg, d, at)}\n{len(c['groups'])} groups "
+        c, label = _condensation(model, cfg, threshold, method), _label(cfg, d, at)
+        panels.append({"C": c["C"], "cos_title": f"W_Q⁰ cosine: {label}\n{len(c['groups'])} groups "
                        f"(threshold {threshold:g})", "coords": c["coords"], "labels": c["tokens"],
                        "explained": c["explained"], "color_values": c["tokens"],
-                       "pca_title": f"W_E item rows, {word}: {_label(cfg, d, at)}"})
+                       "pca_title": f"W_E item rows, {word}: {label}"})
         gid = {i: g for g, members in enumerate(c["groups"]) for i in members}
         rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "kind": "wq_neuron", "neuron": int(i),
                   "group": gid[int(i)], "order": o} for o, i in enumerate(c["perm"])]
@@ -405,7 +393,8 @@ def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_st
     return save_figure(fig, rows, Path(out), "p1-keys")
 
 
-@figure("p1-readouts", "runs", "P1 mechanism readouts over training from kept checkpoints: the held-out answer, the "
+@figure("p1-readouts", "runs", "P1 mechanism readouts over training (logged, or from kept checkpoints): the held-out "
+        "answer, the "
         "routing scores over all keys (Fig. 3), the pair-order separation (Fig. 3b) and W_Q⁰'s stable rank, a line "
         "per run")
 def p1_readouts(run_dirs: Sequence[Path], out: str | Path, every: int = 0) -> Path:
@@ -415,9 +404,10 @@ def p1_readouts(run_dirs: Sequence[Path], out: str | Path, every: int = 0) -> Pa
     run's logged (4,3) inferential / symmetric accuracy and seen test accuracy, the information-flow
     :func:`mechanism_scores` averaged over all keys of the held-out pair (:func:`mean_mechanism_scores`) with the
     number of keys routed inferential-ahead, E4's :func:`order_separation` in the first block's 2-D PCA map (as
-    ``p1-fig3b`` draws it), and the first layer's W_Q stable rank: :func:`readouts`. The CSV's ``source`` says
-    which ("logged" or "checkpoint"). From a checkpoint, one forward pass per key and one batch of E4 inputs:
-    ~1 s at P1's paper config on one CPU thread; logged readouts need no weights (committed GPU records)."""
+    ``p1-fig3b`` draws it): :func:`readouts`; and the first layer's W_Q stable rank (logged with the mechanism
+    scalars, else from the checkpoint). The CSV's ``source`` says which ("logged" or "checkpoint"). From a
+    checkpoint, one forward pass per key and one batch of E4 inputs: ~1 s at P1's paper config on one CPU
+    thread; logged readouts need no weights (committed GPU records)."""
     from anchorlab.analysis.summary import LOGGED_READOUTS
 
     if every < 0:
@@ -437,13 +427,18 @@ def p1_readouts(run_dirs: Sequence[Path], out: str | Path, every: int = 0) -> Pa
             if r["epoch"] == 0 or (every and r["epoch"] % every):
                 continue
             if all(k in r for k in LOGGED_READOUTS):
+                model = None
                 x = {key: r[name] for name, key in LOGGED_READOUTS.items()}
-                x.update(keys=float(cfg.task.key_max - cfg.task.key_min + 1),
-                         wq0_stable_rank=r.get("stable_rank/blocks.0.attn.W_Q"), source="logged")
+                x.update(keys=float(cfg.task.key_max - cfg.task.key_min + 1), source="logged")
             elif r["step"] in kept:
-                x = {**readouts(load_model(d, r["step"])[0], cfg.task), "source": "checkpoint"}
+                model = load_model(d, r["step"])[0]
+                x = {**readouts(model, cfg.task), "source": "checkpoint"}
             else:
                 continue
+            wq0 = r.get(WQ0_STABLE_RANK)
+            if wq0 is None and model is not None:
+                wq0 = stable_rank(linear_layer_spectra(model)["blocks.0.attn.W_Q"])
+            x["wq0_stable_rank"] = wq0
             run.append({"run_id": d.name, "label": _label(cfg), "gamma": cfg.init.gamma,
                         "seed": cfg.seeds.init_seed, "epoch": r["epoch"], "step": r["step"],
                         "inferential": r.get("unseen_inferential_acc"), "symmetric": r.get("unseen_symmetric_acc"),

@@ -346,7 +346,7 @@ def plot_readouts(runs: Sequence[Sequence[Mapping[str, Any]]], pair: str = "(4,3
         axes[3].set_yscale("log")
         handles = [Line2D([], [], color=cmap(i % 10), lw=2, label=rows[0]["label"]) for i, rows in enumerate(runs)]
         fig.legend(handles=handles, loc="center right", fontsize=8, frameon=False)
-        fig.suptitle(f"P1: mechanism readouts over training ({len(runs)} runs, kept checkpoints)", fontsize=9.5)
+        fig.suptitle(f"P1: mechanism readouts over training ({len(runs)} runs)", fontsize=9.5)
         fig.tight_layout(rect=(0, 0, 1 - 2.2 / 17.0, 1))
     return fig
 
