@@ -5,7 +5,9 @@
 # arXiv 2405.05409 §3.5, App. A), bf16, evaluated every 3 epochs. Results: docs/p1_frontier.md, "Training on past
 # epoch 27 at the top rate".
 #
-# One one-thread trainer per core (SLOTS, default 2), in the order below; each run resumes from its last epoch and
+# One one-thread trainer per core (SLOTS, default 2), in the order below (γ 1.2 seed 3, the composer, first: seeds 1
+# and 2 have records to epochs 138 and 177 from a machine since lost; from step 0 the CPU retraces them, up to
+# rounding where the thread count differs); each run resumes from its last epoch and
 # a finished run is skipped, so the same command continues the queue in every session:
 #   nohup bash experiments/cpu_p1_m30_e210.sh >> runs/cpu_p1_m30_e210.log 2>&1 &
 # Where this machine has the shorter runs these continue (runs/p1_levers_cpu/lr_m30_g1.2_sN_bf16_e39 or
@@ -52,5 +54,5 @@ train_one() {  # γ seed: resume the run, or start it (from a shorter run of it 
 export -f train_one
 export ROOT ANCHORLAB THREADS
 
-printf '%s\n' "1.2 2" "1.2 1" "0.3 1" "1.2 3" "0.3 2" "0.3 3" \
+printf '%s\n' "1.2 3" "1.2 2" "1.2 1" "0.3 1" "0.3 2" "0.3 3" \
     | xargs -P "$SLOTS" -L 1 bash -c 'train_one "$0" "$1"'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The records of this machine's long CPU runs (issue 16) into the docs folders that cite them, at each milestone:
 # `anchorlab export` (config, evaluations, per-epoch losses, sessions, summary, DONE; never a checkpoint), each run
-# by rename, so a run still training exports what it has logged so far. Runs not on this machine are skipped.
+# by rename, so a run still training exports what it has logged so far. Runs not on this machine are skipped, and
+# so is a run with fewer epochs than its committed records (restarted from step 0 on a new machine).
 #   bash experiments/sync_cpu_records.sh && git add docs && git commit -m "..."
 # Then redraw what reads them (docs/p1_frontier.md says which):
 #   anchorlab figure p1-curves docs/p1_levers/cpu_bf16/lr_m30_g{1.2_s1,1.2_s2,0.3_s1}_e210 --option loss=true
@@ -10,11 +11,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ANCHORLAB=${ANCHORLAB:-.venv/bin/anchorlab}
+lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }  # epochs recorded in FILE
 
 # P1's top rate to epoch 210 (experiments/cpu_p1_m30_e210.sh): runs/p1_levers_cpu/lr_m30_gG_sN_bf16_e210
 for run in runs/p1_levers_cpu/lr_m30_g*_s*_bf16_e210; do
     [ -f "$run/config.json" ] || continue
     name=$(basename "$run"); name=${name/_bf16_e210/_e210}
+    ours=$(lines "$run/epochs.jsonl")
+    theirs=$(lines "docs/p1_levers/cpu_bf16/$name/epochs.jsonl")
+    if [ "$ours" -lt "$theirs" ]; then  # a run restarted on a new machine: keep the longer committed records
+        echo "$name: $ours epochs here, $theirs committed: kept the committed records"; continue
+    fi
     "$ANCHORLAB" export "$run" --out docs/p1_levers/cpu_bf16 --name "$name" | sed -n 1p
 done
 # the half-rows protocol's runs trained here (configs/sweeps/p1_frontier_data_rates.toml)

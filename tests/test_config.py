@@ -140,6 +140,17 @@ def test_m30_e210_sweep_is_p1s_full_schedule_at_its_top_rate():
     assert cpu.run_id() in {c.run_id() for _, c in configs}
 
 
+def test_m30_e210_pair_is_two_runs_of_that_sweep():
+    """configs/sweeps/p1_m30_e210_pair.toml (one GPU call's share, experiments/gpu_p1_m30_e210.sh): γ 1.2 seed 3 and
+    γ 0.3 seed 1 of configs/sweeps/p1_m30_e210.toml, the same configs and so the same run ids."""
+    from anchorlab.sweep import load_sweep
+
+    sweeps = CONFIGS / "sweeps"
+    whole = {c.run_id(): (p["init.gamma"], p["seed"]) for p, c in load_sweep(sweeps / "p1_m30_e210.toml").configs()}
+    pair = [c.run_id() for _, c in load_sweep(sweeps / "p1_m30_e210_pair.toml").configs()]
+    assert [whole[r] for r in pair] == [(1.2, 3), (0.3, 1)]
+
+
 def test_both_sides_sweep_is_the_paper_config_at_two_gammas_and_three_seeds():
     """configs/sweeps/p1_both_sides.toml (`anchorlab reproduce p1-both-sides-m20`): configs/p1/cbook.toml itself at
     γ 0.5 and 0.8 × seeds 1-3 (data, init and order), fp32, 27 epochs, evaluated every 3; nothing else moved."""

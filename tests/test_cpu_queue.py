@@ -45,3 +45,33 @@ def test_the_queue_resumes_continues_or_starts_each_run(tmp_path):
         assert subprocess.run(["bash", str(SCRIPT)], env={**env, **extra}, capture_output=True, text=True,
                               timeout=60).returncode == 0
         assert command("1.2", 2) == f"train --resume {out['1.2', 2]} --set train.threads={threads}"
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_the_sync_keeps_longer_committed_records(tmp_path):
+    """experiments/sync_cpu_records.sh exports each long run's records into docs/, except where docs/ holds more
+    epochs of it than the run (a run restarted from step 0 on a new machine): those records stay as they are."""
+    (tmp_path / "experiments").mkdir()
+    shutil.copy(ROOT / "experiments" / "sync_cpu_records.sh", tmp_path / "experiments")
+
+    def records(path: Path, epochs: int) -> None:
+        path.mkdir(parents=True)
+        (path / "config.json").write_text("{}")
+        (path / "epochs.jsonl").write_text("{}\n" * epochs)
+
+    runs, docs = tmp_path / "runs" / "p1_levers_cpu", tmp_path / "docs" / "p1_levers" / "cpu_bf16"
+    records(runs / "lr_m30_g1.2_s2_bf16_e210", 4)
+    records(docs / "lr_m30_g1.2_s2_e210", 9)  # committed from a machine since lost
+    records(runs / "lr_m30_g1.2_s3_bf16_e210", 4)
+    records(docs / "lr_m30_g1.2_s3_e210", 2)
+    records(runs / "lr_m30_g0.3_s1_bf16_e210", 1)  # nothing committed yet
+    done = subprocess.run(["bash", str(tmp_path / "experiments" / "sync_cpu_records.sh")],
+                          env={"PATH": "/usr/bin:/bin", "ANCHORLAB": "echo"}, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "lr_m30_g1.2_s2_e210: 4 epochs here, 9 committed: kept the committed records" in lines
+    for run in ("g1.2_s3", "g0.3_s1"):
+        assert (f"export runs/p1_levers_cpu/lr_m30_{run}_bf16_e210 --out docs/p1_levers/cpu_bf16 "
+                f"--name lr_m30_{run}_e210") in lines
+    assert not any("g1.2_s2" in line and line.startswith("export") for line in lines)

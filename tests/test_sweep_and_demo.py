@@ -348,9 +348,10 @@ def test_demo_states_the_committed_gamma_line(tmp_path):
 
 def test_demo_states_the_committed_long_runs(tmp_path):
     """The demo's paper-config block says what the runs trained toward P1's 210 epochs give, from their committed
-    records: small init first, its answer at epoch 27 and at its last evaluation; nothing when none is there."""
+    records of every source: per γ and seed the run trained furthest, small init first, its answer at epoch 27 and at
+    its last evaluation, and the GPU a run trained on; nothing when none is there."""
     from anchorlab import rundir
-    from anchorlab.demo import LONG_RUNS, long_runs_text
+    from anchorlab.demo import LONG_RUNS, LONG_RUNS_GPU, long_runs_text
 
     committed = long_runs_text()
     s1 = rundir.read_metrics(LONG_RUNS / "lr_m30_g1.2_s1_e210")
@@ -358,9 +359,14 @@ def test_demo_states_the_committed_long_runs(tmp_path):
     assert committed.startswith("  Toward P1's full 210 epochs (P1 reads the end) at peak rate 0.0003, bf16")
     assert (f"γ 1.2 seed 1: epoch 27 {at27['unseen_inferential_acc']:.2f}/{at27['unseen_symmetric_acc']:.2f} → "
             f"epoch {s1[-1]['epoch']} of 210") in committed
-    assert committed.index("γ 1.2 seed 2") < committed.index("γ 0.3 seed 1")
+    s3 = rundir.read_metrics(next(d for d in LONG_RUNS_GPU.iterdir()
+                                  if rundir.read_json(d / rundir.CONFIG)["init"]["gamma"] == 1.2))
+    s3_27 = next(r for r in s3 if r["epoch"] == 27)
+    assert (f"γ 1.2 seed 3: epoch 27 {s3_27['unseen_inferential_acc']:.2f}/" in committed
+            and f"epoch {s3[-1]['epoch']} of 210" in committed and "(unfinished, one H200)" in committed)
+    assert committed.index("γ 1.2 seed 2") < committed.index("γ 1.2 seed 3") < committed.index("γ 0.3 seed 1")
 
-    def run(name, gamma, seed, evals, done):
+    def run(name, gamma, seed, evals, done, gpu=None):
         d = tmp_path / name
         d.mkdir()
         rundir.write_json(d / rundir.CONFIG, {"init": {"gamma": gamma}, "seeds": {"data_seed": seed},
@@ -368,17 +374,24 @@ def test_demo_states_the_committed_long_runs(tmp_path):
                                                         "precision": "fp32"}})
         (d / rundir.METRICS).write_text("".join(json.dumps({"epoch": e, "unseen_inferential_acc": i,
                                                             "unseen_symmetric_acc": s}) + "\n" for e, i, s in evals))
+        session = {"device": "cuda", "device_name": f"NVIDIA {gpu}"} if gpu else {"device": "cpu"}
+        (d / rundir.SESSIONS).write_text(json.dumps(session) + "\n")
         if done:
             (d / rundir.DONE).write_text("")
 
-    assert long_runs_text(tmp_path) == ""
+    sources = [(tmp_path, "*_e210"), (tmp_path / "gpu", "*")]
+    assert long_runs_text(sources) == ""
     run("a_e210", 0.3, 1, [(0, 0.0, 0.0), (9, 0.0, 0.9)], False)
     run("b_e210", 1.2, 2, [(0, 0.0, 0.0), (27, 0.8, 0.0), (60, 0.95, 0.0)], True)
     run("c_e39", 1.2, 1, [(0, 0.0, 0.0)], True)  # not a long run: another name
-    assert long_runs_text(tmp_path) == (
+    (tmp_path / "gpu").mkdir()
+    run("gpu/0123abcd", 1.2, 3, [(3, 0.0, 0.0), (27, 0.7, 0.0), (30, 0.5, 0.1)], False, gpu="H200")
+    run("gpu/4567ef01", 0.3, 1, [(3, 0.0, 0.8)], False, gpu="H200")  # not as far as a_e210: left out
+    assert long_runs_text(sources) == (
         "  Toward P1's full 210 epochs (P1 reads the end) at peak rate 0.0002, fp32 (docs/p1_frontier.md; "
-        "experiments/cpu_p1_m30_e210.sh), (4,3) inferential/symmetric: γ 1.2 seed 2: epoch 27 0.80/0.00 → "
-        "epoch 60 of 60 0.95/0.00; γ 0.3 seed 1: epoch 9 of 60 0.00/0.90 (unfinished)")
+        "experiments/cpu_p1_m30_e210.sh, gpu_p1_m30_e210.sh), (4,3) inferential/symmetric: γ 1.2 seed 2: "
+        "epoch 27 0.80/0.00 → epoch 60 of 60 0.95/0.00; γ 1.2 seed 3: epoch 27 0.70/0.00 → epoch 30 of 60 "
+        "0.50/0.10 (unfinished, one H200); γ 0.3 seed 1: epoch 9 of 60 0.00/0.90 (unfinished)")
 
 
 def test_demo_states_the_committed_decomposition(tmp_path):

@@ -11,6 +11,7 @@ checks), tables, ``demo.png`` (held-out-pair accuracy over training, one panel p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +41,11 @@ GAMMA_LINE = Path(__file__).resolve().parents[2] / "docs" / "p1_paper_gamma" / "
 # The γ line's two ends with P1's schedule compressed to 60 epochs (docs/p1_frontier.md; absent until run).
 EPOCHS60 = Path(__file__).resolve().parents[2] / "docs" / "p1_frontier" / "epochs60"
 # The paper-config runs trained on toward P1's full 210 epochs at its top rate (docs/p1_frontier.md, "Training on
-# past epoch 27"; experiments/cpu_p1_m30_e210.sh): run folders named *_e210, committed as they train.
+# past epoch 27"): the CPU queue's (experiments/cpu_p1_m30_e210.sh), run folders named *_e210, committed as they
+# train, and one GPU call's (experiments/gpu_p1_m30_e210.sh), folders named by run id.
 LONG_RUNS = Path(__file__).resolve().parents[2] / "docs" / "p1_levers" / "cpu_bf16"
+LONG_RUNS_GPU = Path(__file__).resolve().parents[2] / "docs" / "p1_levers" / "m30_e210_h200_bf16"
+LONG_RUN_SOURCES = ((LONG_RUNS, "*_e210"), (LONG_RUNS_GPU, "*"))
 DEFAULT_P2_SPEC = DEFAULT_SPEC.with_name("demo_p2.toml")
 P2_COLUMNS = ("model", "gamma", "seed", "mem_acc", "rsn_train_acc", "rsn_test_acc", "final_train_loss")
 COLUMNS = ("init", "gamma", "std_W_Q", "seed", "seen_train_acc", "seen_test_acc",
@@ -235,35 +239,45 @@ def gamma_line_text(root: Path = GAMMA_LINE, threshold: float = 0.9, leaning: fl
             f"{counts(min(runs))}; {counts(max(runs))}")
 
 
-def long_runs_text(root: Path = LONG_RUNS, pattern: str = "*_e210", early: int = 27) -> str:
-    """One line from the committed long runs (``root/pattern``): per run, small init first, its (4,3) answer at
-    epoch ``early`` (where P1's protocol was read above) and at its last evaluation, of how many epochs, and
-    whether it is unfinished (still training, or queued); "" when none is there. P1 reads its runs at the end of
-    210 epochs."""
+def long_runs_text(sources: Sequence[tuple[Path, str]] = LONG_RUN_SOURCES, early: int = 27) -> str:
+    """One line from the committed long runs (each ``(root, pattern)`` of ``sources``): per γ and seed, small init
+    first, the run trained furthest (a CPU run and a GPU run of one config round differently: both are records), its
+    (4,3) answer at epoch ``early`` (where P1's protocol was read above) and at its last evaluation, of how
+    many epochs, whether it is unfinished (still training, or queued), and the GPU it trained on where it did not
+    train on a CPU; "" when none is there. P1 reads its runs at the end of 210 epochs."""
     runs = []
-    for d in sorted(root.glob(pattern)) if root.is_dir() else []:
-        evals = rundir.read_metrics(d)
-        if not evals or not (d / rundir.CONFIG).is_file():
-            continue
-        cfg = rundir.read_json(d / rundir.CONFIG)
-        runs.append((cfg, evals, rundir.is_done(d)))
+    for root, pattern in sources:
+        for d in sorted(root.glob(pattern)) if root.is_dir() else []:
+            evals = rundir.read_metrics(d)
+            if not evals or not (d / rundir.CONFIG).is_file():
+                continue
+            sessions = rundir.read_metrics(d, rundir.SESSIONS)
+            gpu = next((r["device_name"].removeprefix("NVIDIA ") for r in reversed(sessions)
+                        if r.get("device") == "cuda" and r.get("device_name")), "")
+            runs.append((rundir.read_json(d / rundir.CONFIG), evals, rundir.is_done(d), gpu))
+    furthest: dict[tuple[float, int], tuple[dict[str, Any], list[dict[str, Any]], bool, str]] = {}
+    for r in runs:
+        key = (-r[0]["init"]["gamma"], r[0]["seeds"]["data_seed"])
+        if key not in furthest or r[1][-1]["epoch"] > furthest[key][1][-1]["epoch"]:
+            furthest[key] = r
+    runs = [furthest[k] for k in sorted(furthest)]
     if not runs:
         return ""
-    runs.sort(key=lambda r: (-r[0]["init"]["gamma"], r[0]["seeds"]["data_seed"]))
     parts = []
-    for cfg, evals, done in runs:
+    for cfg, evals, done, gpu in runs:
         last = evals[-1]
         at = next((r for r in evals if r["epoch"] == early), None)
         then = (f"epoch {early} {at['unseen_inferential_acc']:.2f}/{at['unseen_symmetric_acc']:.2f} → "
                 if at is not None and last["epoch"] > early else "")
+        notes = ", ".join(n for n in ("" if done else "unfinished", f"one {gpu}" if gpu else "") if n)
         parts.append(f"γ {cfg['init']['gamma']:g} seed {cfg['seeds']['data_seed']}: {then}epoch {last['epoch']} of "
                      f"{cfg['train']['epochs']} {last['unseen_inferential_acc']:.2f}/"
-                     f"{last['unseen_symmetric_acc']:.2f}{'' if done else ' (unfinished)'}")
-    peaks = sorted({c["train"]["lr"] * c["train"]["lr_multiplier"] for c, _, _ in runs})
-    precisions = sorted({c["train"]["precision"] for c, _, _ in runs})
+                     f"{last['unseen_symmetric_acc']:.2f}{f' ({notes})' if notes else ''}")
+    peaks = sorted({c["train"]["lr"] * c["train"]["lr_multiplier"] for c, *_ in runs})
+    precisions = sorted({c["train"]["precision"] for c, *_ in runs})
     return (f"  Toward P1's full 210 epochs (P1 reads the end) at peak rate {'/'.join(f'{p:g}' for p in peaks)}, "
-            f"{'/'.join(precisions)} (docs/p1_frontier.md; experiments/cpu_p1_m30_e210.sh), (4,3) "
-            f"inferential/symmetric: " + "; ".join(parts))
+            f"{'/'.join(precisions)} (docs/p1_frontier.md; experiments/cpu_p1_m30_e210.sh, gpu_p1_m30_e210.sh), "
+            f"(4,3) inferential/symmetric: " + "; ".join(parts))
 
 
 def best_of_rates_text(path: Path = BEST_OF_RATES, threshold: float = 0.9) -> str:
