@@ -9,7 +9,8 @@ Measures, on one device and thread count:
   GPT-2 (``GPT2LMHeadModel``, same d_model / layers / heads / d_mlp / vocab; its d_head is d_model /
   n_heads) when ``transformers`` is installed; (c) our trainer's step (device-resident data, index
   batches, pruned last position) in fp32 and bf16 autocast, and unpruned fp32; (d) K batched models
-  (:mod:`anchorlab.batched`), aggregate sequences/s;
+  (:mod:`anchorlab.batched`), aggregate sequences/s; on a GPU, (f) the same K batched models with each step
+  replayed as one CUDA graph (``train.cuda_graph``, :mod:`anchorlab.cuda_graph`);
 
 and prints each as a fraction of the FLOP limit (peak / FLOPs per sequence) and as ratios to (a) and (b).
 On the CPU the process is set up as every trainer's is (:func:`anchorlab.cpu.setup_cpu`: glibc keeps freed
@@ -18,6 +19,7 @@ glibc's default allocator instead (``machine.malloc`` in the JSON says which).
 
     python -m benchmarks.throughput --quick --out bench.json
     python -m benchmarks.throughput --device cuda --steps 200 --k 16
+    python -m benchmarks.throughput --config configs/p1/cbook.toml --device cuda --k 6 --rows a,d,f
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from torch import nn
 from anchorlab.batched import Hyper, StackedParams, train_step
 from anchorlab.config import RunConfig, load_config
 from anchorlab.cpu import keep_freed_memory, setup_cpu
+from anchorlab.cuda_graph import GraphedStep
 from anchorlab.models import build_model
 from anchorlab.tasks import make_task_data
 from anchorlab.train import build_initialized_model, fused_adamw
@@ -182,8 +185,9 @@ def hf_gpt2(cfg: RunConfig, d_vocab: int) -> nn.Module | None:
 
 
 def batched_loop(cfg: RunConfig, K: int, x: torch.Tensor, y: torch.Tensor, d_vocab: int, device: torch.device,
-                 steps: int, warmup: int, amp: torch.dtype | None) -> float:
-    """(d) K models (seeds 1..K) through :func:`anchorlab.batched.train_step`; seconds per step of all K."""
+                 steps: int, warmup: int, amp: torch.dtype | None, graph: bool = False) -> float:
+    """(d) K models (seeds 1..K) through :func:`anchorlab.batched.train_step`; seconds per step of all K.
+    ``graph``: (f), each step one replay of its CUDA graph (:class:`anchorlab.cuda_graph.GraphedStep`)."""
     cfgs = [cfg.replace(**{"seeds.init_seed": k + 1, "seeds.train_seed": k + 1}) for k in range(K)]
     model = build_model(cfg.model, d_vocab).to(device)
     s = StackedParams(model, [build_initialized_model(c, d_vocab) for c in cfgs], device)
@@ -193,13 +197,17 @@ def batched_loop(cfg: RunConfig, K: int, x: torch.Tensor, y: torch.Tensor, d_voc
     perm_KN = torch.stack([torch.randperm(len(x), device=device) for _ in range(K)])
     i = 0
 
+    def eager(x_KBP: torch.Tensor, y_KB: torch.Tensor, lr: torch.Tensor) -> torch.Tensor:
+        return train_step(s, model, x_KBP, y_KB, lr, hyper, cfg.train.prune_last, amp)
+    run = GraphedStep(eager, x[perm_KN[:, :B]], y[perm_KN[:, :B]], lr_K, s.state()) if graph else eager
+
     def step() -> None:
         nonlocal i
         if (i + 1) * B > len(x):
             i = 0
         idx = perm_KN[:, i * B:(i + 1) * B]
         i += 1
-        train_step(s, model, x[idx], y[idx], lr_K, hyper, cfg.train.prune_last, amp)
+        run(x[idx], y[idx], lr_K)
     return timed(step, steps, warmup, device)
 
 
@@ -242,6 +250,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds; each row keeps its best")
     ap.add_argument("--processes", type=int, default=0,
                     help="also measure (e): this many concurrent 1-thread processes of (c) pruned fp32 (CPU)")
+    ap.add_argument("--rows", default="", metavar="a,b,...",
+                    help="measure only these rows (letters a-f; a, the baseline of the ratios, always)")
     ap.add_argument("--quick", action="store_true", help="few steps, small peak matmul: under 30 s on a CPU")
     ap.add_argument("--out", type=Path, help="write the results as JSON here")
     args = ap.parse_args(argv)
@@ -290,8 +300,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return lambda: seq_per_s(trainer_loop(build_initialized_model(cfg, V).to(device), cfg, x, y, device, steps,
                                               warmup, prune, amp))
 
-    def batched(amp: torch.dtype | None) -> Callable[[], float]:
-        return lambda: seq_per_s(batched_loop(cfg, args.k, x, y, V, device, max(2, steps // 2), 1, amp), args.k)
+    def batched(amp: torch.dtype | None, graph: bool = False) -> Callable[[], float]:
+        return lambda: seq_per_s(batched_loop(cfg, args.k, x, y, V, device, max(2, steps // 2), 1, amp, graph),
+                                 args.k)
 
     for name, prune, amp in (("c_trainer_unpruned_fp32", False, None), ("c_trainer_pruned_fp32", True, None),
                              ("c_trainer_pruned_bf16", True, bf16)):
@@ -299,11 +310,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                          flops["train_pruned" if prune else "train_unpruned"], 1))
     for name, amp in ((f"d_batched_k{args.k}_fp32", None), (f"d_batched_k{args.k}_bf16", bf16)):
         measures.append((name, batched(amp), "bf16" if amp else "fp32", flops["train_pruned"], 1))
+    if device.type == "cuda":
+        for name, amp in ((f"f_batched_k{args.k}_fp32_graph", None), (f"f_batched_k{args.k}_bf16_graph", bf16)):
+            measures.append((name, batched(amp, graph=True), "bf16" if amp else "fp32", flops["train_pruned"], 1))
     if args.processes and device.type == "cpu":
         measures.append((f"e_processes{args.processes}_pruned_fp32",
                          lambda: processes_loop(args.config, args.set, args.processes, steps, warmup),
                          "fp32", flops["train_pruned"], args.processes))
 
+    wanted = {r.strip() for r in args.rows.split(",") if r.strip()}
+    if wanted - set("abcdef"):
+        ap.error(f"--rows: letters a-f, comma-separated (got {args.rows!r})")
+    if wanted:
+        measures = [m for m in measures if m[0][0] in wanted | {"a"}]
     print(f"device {device}, threads {args.threads}, {steps} timed steps, batch {B}, {repeats} rounds", flush=True)
     samples: dict[str, list[float]] = {name: [] for name, *_ in measures}
     for r in range(repeats):

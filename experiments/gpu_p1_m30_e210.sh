@@ -1,25 +1,50 @@
 #!/usr/bin/env bash
-# One device call (issue 16): two runs of P1's full 210-epoch schedule at the top grid rate (m = 30), as one
-# batched group of 2: configs/sweeps/p1_m30_e210_pair.toml (γ 1.2 seed 3, the composer, and γ 0.3 seed 1; the
-# same run ids as configs/sweeps/p1_m30_e210.toml). The CPU queue experiments/cpu_p1_m30_e210.sh trains the same
-# experiment at ~14 h a run; its γ 1.2 seeds 1 and 2 reached epochs 138 and 177 before the machine holding their
-# checkpoints was lost (their records are in docs/p1_levers/cpu_bf16/).
+# One device call (issue 16): P1's full 210-epoch schedule at its top grid rate (m = 30), both ends of the γ line ×
+# our data seeds 1-3 (configs/sweeps/p1_m30_e210.toml), as one batched group of 6, each step replayed as one CUDA
+# graph (train.cuda_graph) once the graph has been checked on this device:
+#  1. tests/test_cuda_graph.py (a graphed group trains bit for bit as the eager one, across a resumed session; fp32
+#     and bf16): log in $OUT/cuda_graph_tests.log; the sweep uses the graph only if the fp32 test passes;
+#  2. benchmarks/throughput.py at the paper config, K = 6, eager (d) against graphed (f), in $OUT/throughput.json;
+#  3. the sweep, until LIMIT.
+# Why the graph: on one H200 a batched step of this model took ~16-17 ms whether it carried 2 or 6 runs
+# (docs/performance.md), i.e. it is bound by launching kernels, and one session's 15 minutes of device time
+# trained 2 runs only to epoch 132 of 210 (2026-11-28: γ 1.2 seed 3 and γ 0.3 seed 1,
+# configs/sweeps/p1_m30_e210_pair.toml, docs/p1_levers/m30_e210_h200_bf16/). Eager, 6 runs reach the same epoch
+# in the same time. With the graph the runs' ids differ from the eager sweep's (train.cuda_graph is hashed when set).
 # It stops itself LIMIT seconds after it starts (default 540, inside the device's 10-minute limit); called again
-# on a warm machine, the runs resume from their last checkpoint (every 3 epochs). What comes back each call:
-# $OUT/p1_gpu_next.tar.gz (config, metrics, epochs, sessions, summary of each run; no checkpoints).
+# on a warm machine, the runs resume from their last checkpoint (every 3 epochs) and the checks are skipped.
+# A device run's resume state cannot come back, so a new machine trains them from step 0.
 #   device run:   bash experiments/gpu_p1_m30_e210.sh        (timeout_s 600; again at once with LIMIT=...)
-#   here, after:  bash experiments/ingest_gpu_next.sh FILES_AT h200_bf16
-# Cost: 2 × 210 × 759,375 = 319M sequences, ~11-12 min at K = 2's ~460,000 seq/s aggregate (one H200,
-# docs/performance.md), evaluations included. Set LIMIT (seconds) to stop earlier; PY (default python3).
+#   here, after:  bash experiments/ingest_gpu_next.sh FILES_AT h200_bf16_k6
+# Set LIMIT (seconds) to stop earlier; PY (default python3); SWEEP and K for another part of the experiment
+# (SWEEP=configs/sweeps/p1_m30_e210_pair.toml K=2 repeats 2026-11-28's call); GRAPH=0 to train eagerly.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source experiments/gpu_call.sh  # OUT LIMIT PY REF RUNS, left, cli, cli_until_limit; prints the machine
+SWEEP=${SWEEP:-configs/sweeps/p1_m30_e210.toml}; K=${K:-6}; GRAPH=${GRAPH:-}
 DIR=$RUNS/gpu_next/p1_m30_e210
-cli_until_limit sweep configs/sweeps/p1_m30_e210_pair.toml --out "$DIR" --backend local --batch-models 2 \
+if [ -z "$GRAPH" ] && [ -f "$RUNS/gpu_next/graph_checked" ]; then GRAPH=$(cat "$RUNS/gpu_next/graph_checked"); fi
+if [ -z "$GRAPH" ]; then
+    PYTHONPATH=src:. timeout 180 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_graph.py -rA \
+        > "$OUT/cuda_graph_tests.log" 2>&1
+    tail -n 12 "$OUT/cuda_graph_tests.log"
+    if grep -q "PASSED.*test_a_graphed_group_trains_exactly_as_the_eager_one\[fp32\]" "$OUT/cuda_graph_tests.log"; then
+        GRAPH=1
+    else
+        GRAPH=0
+    fi
+    echo "$GRAPH" > "$RUNS/gpu_next/graph_checked"
+    PYTHONPATH=src:. timeout 150 "$PY" -m benchmarks.throughput --config configs/p1/cbook.toml --device cuda \
+        --k 6 --rows a,d,f --steps 40 --repeats 1 --out "$OUT/throughput.json" 2>&1 | tail -n 12
+fi
+GRAPH_SET=()
+[ "$GRAPH" = 1 ] && GRAPH_SET=(--set train.cuda_graph=true)
+echo "training with train.cuda_graph=$([ "$GRAPH" = 1 ] && echo true || echo false)"
+cli_until_limit sweep "$SWEEP" --out "$DIR" --backend local --batch-models "$K" "${GRAPH_SET[@]}" \
     || echo "p1_m30_e210 stopped (rc $?): resumable"
-cli sweep configs/sweeps/p1_m30_e210_pair.toml --out "$DIR" --dry-run | tail -3
+cli sweep "$SWEEP" --out "$DIR" "${GRAPH_SET[@]}" --dry-run | tail -7
 for r in "$DIR"/*/; do
-    echo "$(basename "$r"): $(tail -n 1 "$r/metrics.jsonl" 2>/dev/null | cut -c1-300)"
+    echo "$(basename "$r"): $(tail -n 1 "$r/metrics.jsonl" 2>/dev/null | cut -c1-200)"
 done
 tar czf "$OUT/p1_gpu_next.tar.gz" --exclude=checkpoints --exclude='resume*' -C "$RUNS" gpu_next
 ls -la "$OUT"

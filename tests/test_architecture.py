@@ -23,7 +23,7 @@ LAYERS: dict[str, int] = {
     "tasks": 1, "text": 1, "models": 1, "init": 1, "gamma_init": 1, "reference": 1, "metrics": 1, "theory": 1,
     "phase": 1, "schedule": 1, "rundir": 1, "tracking": 1,
     # 2 training: one run (or K stacked runs) into a run directory
-    "train": 2, "text.train": 2, "text.seq2seq_train": 2, "batched": 2, "extend": 2,
+    "train": 2, "text.train": 2, "text.seq2seq_train": 2, "batched": 2, "cuda_graph": 2, "extend": 2,
     # 3 reading runs and running many: analysis, sweeps, back-ends, the executor
     "analysis": 3, "sweep": 3, "export": 3, "status": 3, "backends": 3, "execute": 3,
     # 4 figure recipes

@@ -31,6 +31,14 @@ def test_throughput_runs_and_counts_flops_exactly(tmp_path, monkeypatch):
     assert r["machine"]["malloc"] == ("keep" if keep_freed_memory() else "system")
 
 
+def test_throughput_measures_only_the_rows_asked_for():
+    """--rows keeps the named rows and (a), the baseline of every ratio; no GPU here, so no (f) graph rows."""
+    sets = ["model.d_model=32", "model.d_head=8", "model.d_mlp=64", "task.data_size=2000", "train.batch_size=20"]
+    r = throughput.main(["--quick", "--k", "2", "--rows", "d,f", *[a for s in sets for a in ("--set", s)]])
+    assert set(r["results"]) == {"a_naive_dataloader", "d_batched_k2_fp32", "d_batched_k2_bf16"}
+    assert r["results"]["d_batched_k2_fp32"]["vs_naive"] > 0
+
+
 def test_report_benchmark_runs(tmp_path):
     """benchmarks/report.py times `anchorlab report` and its baseline figure (speed is not asserted)."""
     from benchmarks import report

@@ -47,6 +47,7 @@ from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError, RunConfig
 from anchorlab.config_tools import reference_for
 from anchorlab.cpu import run_environment, training_device
+from anchorlab.cuda_graph import GraphedStep
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
 from anchorlab.reference import preflight as reference_preflight
@@ -64,7 +65,7 @@ BatchedProgressFn = Callable[[int, int, int, dict[str, Any]], None]
 # stack (each reads its own copy of the data). Nor are the task fields in PER_RUN_TASK_FIELDS: whether a run
 # replays a reference file, and which parts, changes its draw, init or batch order, each of which is per run.
 SHARED_FIELDS = ("task", "model", "train.epochs", "train.batch_size", "train.drop_last",
-                 "train.precision", "train.prune_last", "train.device")
+                 "train.precision", "train.prune_last", "train.device", "train.cuda_graph")
 PER_RUN_TASK_FIELDS = ("reference", "reference_parts")
 
 
@@ -131,6 +132,10 @@ class StackedParams:
         with torch.no_grad():
             for k, m in enumerate(models):
                 self.theta[k] = torch.cat([p.detach().reshape(-1) for p in m.parameters()]).to(device)
+
+    def state(self) -> list[Tensor]:
+        """Every tensor an optimizer step changes in place."""
+        return [self.theta, self.grad, self.exp_avg, self.exp_avg_sq, self.step]
 
     @torch.no_grad()
     def load_into(self, model: nn.Module, k: int) -> nn.Module:
@@ -237,6 +242,10 @@ def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress
     bad = batch_mismatch(cfgs)
     if bad is not None:
         raise ConfigError(f"{bad}: runs trained together must share it (shared fields: {', '.join(SHARED_FIELDS)})")
+    tc0 = cfgs[0].train
+    if tc0.cuda_graph and (kind := training_device(tc0.device, tc0.threads).type) != "cuda":
+        raise ConfigError(f"train.cuda_graph: true needs a CUDA device (train.device {tc0.device!r} gives {kind}); "
+                          "false trains without a graph")
     dirs = [Path(d) for d in run_dirs]
     if len(set(dirs)) != len(dirs):
         raise ValueError("train_batched: run directories must be distinct")
@@ -351,6 +360,10 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData],
     stopped = [False] * K
     failed: list[str] = []
 
+    def step_fn(x_KBP: Tensor, y_KB: Tensor, lr_K: Tensor) -> Tensor:
+        return train_step(s, scratch, x_KBP, y_KB, lr_K, hyper, tc0.prune_last, amp)
+
+    graphed: GraphedStep | None = None
     bar = None
     if progress is None and show_progress:
         from tqdm.auto import tqdm
@@ -367,8 +380,11 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData],
                                     dtype=torch.float64, device=device)
             for i in range(steps_per_epoch):
                 idx_KB = perm_KN[:, i * B:(i + 1) * B]
-                loss_K = train_step(s, scratch, x_train_D[draw_K1, idx_KB], y_train_D[draw_K1, idx_KB],
-                                    lr_table[step - first] * active_K, hyper, tc0.prune_last, amp)
+                x_KBP, y_KB = x_train_D[draw_K1, idx_KB], y_train_D[draw_K1, idx_KB]
+                lr_K = lr_table[step - first] * active_K
+                if tc0.cuda_graph and graphed is None:  # captured on this session's first step, state put back
+                    graphed = GraphedStep(step_fn, x_KBP, y_KB, lr_K, s.state())
+                loss_K = graphed(x_KBP, y_KB, lr_K) if graphed is not None else step_fn(x_KBP, y_KB, lr_K)
                 loss_sum_K += loss_K
                 step += 1
             epoch_loss = (loss_sum_K / steps_per_epoch).tolist()  # the only host sync of the epoch

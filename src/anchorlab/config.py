@@ -273,6 +273,7 @@ class TrainConfig:
     precision: Literal["fp32", "bf16"] = "fp32"
     device: str = "auto"  # "auto" = cuda if available else cpu
     threads: int = 0  # CPU intra-op threads; 0 = all cores
+    cuda_graph: bool = False  # batched training on a GPU: each step one CUDA graph replay (anchorlab.cuda_graph)
 
     def validate(self) -> None:
         for f in ("epochs", "batch_size", "eval_every", "eval_batch_size", "checkpoint_every", "resume_every"):

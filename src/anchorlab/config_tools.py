@@ -207,8 +207,9 @@ def layered(path: str | Path | None, overrides: list[str] | tuple[str, ...],
 # class constant ``execution_fields``). Threads: a sweep runs each worker with one; the numbers are the same.
 EXECUTION_FIELDS = ("train.threads",)
 # Fields added after run ids were in use, hashed only when set away from their default, so that the runs made
-# before they existed (committed outputs, sweeps in progress) keep their ids. They do decide the numbers.
-HASHED_WHEN_SET = ("task.reference_parts", "train.cooldown_epochs")
+# before they existed (committed outputs, sweeps in progress) keep their ids. They do decide the numbers (or, for
+# train.cuda_graph, may: whether a replayed graph rounds exactly as the eager step is measured on a GPU only).
+HASHED_WHEN_SET = ("task.reference_parts", "train.cooldown_epochs", "train.cuda_graph")
 
 
 def execution_fields(cls: type) -> tuple[str, ...]:

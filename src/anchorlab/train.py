@@ -107,6 +107,9 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
     (pass ``lambda model: {}`` for none)."""
     run_dir = Path(run_dir)
     cfg.validate()  # the batch size against the task's rows too, before anything is written
+    if cfg.train.cuda_graph:
+        raise ConfigError("train.cuda_graph: only batched training replays a CUDA graph (anchorlab sweep ... "
+                          "--backend local --batch-models K, on a GPU); false for one run")
     reference_preflight([cfg])  # a task.reference file that is not there: one line, nothing written
     order = epoch_order(cfg)  # checks a reference file before anything is written
     return rundir.run_locked(run_dir, cfg, lambda status: _train_open(cfg, run_dir, status, order, progress,

@@ -1,0 +1,103 @@
+"""train.cuda_graph: batched training on a GPU replays each step as one CUDA graph (anchorlab.cuda_graph).
+
+Here (no GPU): the option is refused with one line wherever it cannot apply, before anything is written, and it
+keeps every existing run id at its default. On a GPU (run there by the device scripts, experiments/gpu_call.sh):
+a graphed group trains exactly as the eager one, across evaluations, checkpoints and a resumed session."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from anchorlab import rundir
+from anchorlab.batched import train_batched
+from anchorlab.config import ConfigError, load_config
+from anchorlab.cuda_graph import GraphedStep
+from tests.conftest import tiny_config
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the device machine)")
+
+
+def small(**dotted):
+    base = {"task.data_size": 800, "train.epochs": 3, "train.eval_every": 1, "train.checkpoint_every": 1}
+    return tiny_config(**{**base, **dotted})
+
+
+def test_default_keeps_run_ids_and_setting_it_names_new_runs():
+    cbook = load_config(CONFIGS / "p1" / "cbook.toml")
+    assert cbook.train.cuda_graph is False
+    assert cbook.run_id() == load_config(CONFIGS / "p1" / "cbook.toml", ["train.cuda_graph=false"]).run_id()
+    assert cbook.run_id() != load_config(CONFIGS / "p1" / "cbook.toml", ["train.cuda_graph=true"]).run_id()
+
+
+def test_one_run_is_refused_with_one_line_and_nothing_written(tmp_path):
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "anchorlab.cli", "train", str(CONFIGS / "p1" / "cpu_demo.toml"),
+                           "--set", "train.cuda_graph=true", "--out", str(out)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "train.cuda_graph" in lines[0] and "--batch-models" in lines[0]
+    assert not out.exists()
+
+
+def test_batched_on_a_cpu_is_refused_before_anything_is_written(tmp_path):
+    cfgs = [small(**{"train.cuda_graph": True, "train.device": "cpu"}),
+            small(**{"train.cuda_graph": True, "train.device": "cpu", "init.gamma": 0.8})]
+    with pytest.raises(ConfigError, match=r"train\.cuda_graph: true needs a CUDA device"):
+        train_batched(cfgs, [tmp_path / "a", tmp_path / "b"], show_progress=False)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_runs_with_and_without_a_graph_do_not_batch_together(tmp_path):
+    with pytest.raises(ConfigError, match=r"train\.cuda_graph: runs trained together must share it"):
+        train_batched([small(), small(**{"train.cuda_graph": True, "init.gamma": 0.8})],
+                      [tmp_path / "a", tmp_path / "b"], show_progress=False)
+
+
+def test_a_graph_needs_a_cuda_tensor():
+    x = torch.zeros(2, 3)
+    with pytest.raises(ValueError, match="train.cuda_graph"):
+        GraphedStep(lambda x, y, lr: x.sum(), x, x, x, [])
+
+
+@CUDA
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_graphed_group_trains_exactly_as_the_eager_one(tmp_path, monkeypatch, precision):
+    """Two runs (different γ and data seeds) batched, eager and graphed: the same epoch losses, evaluations and
+    final weights, bit for bit; and a graphed group killed after epoch 2 and resumed (a second capture) ends where
+    the uninterrupted one does."""
+    import anchorlab.batched as Bt
+
+    common = {"train.device": "cuda", "train.precision": precision}
+    eager = [small(**common), small(**common, **{"init.gamma": 0.8, "seed": 2})]
+    graphed = [c.replace(**{"train.cuda_graph": True}) for c in eager]
+    train_batched(eager, [tmp_path / "e0", tmp_path / "e1"], show_progress=False)
+    train_batched(graphed, [tmp_path / "g0", tmp_path / "g1"], show_progress=False)
+    real, calls = Bt.rundir.save_resume, {"n": 0}
+
+    def die_after_epoch_2(*a, **k):
+        real(*a, **k)
+        calls["n"] += 1
+        if calls["n"] == 4:  # both runs saved epoch 2
+            raise KeyboardInterrupt
+    monkeypatch.setattr(Bt.rundir, "save_resume", die_after_epoch_2)
+    with pytest.raises(KeyboardInterrupt):
+        train_batched(graphed, [tmp_path / "r0", tmp_path / "r1"], show_progress=False)
+    monkeypatch.setattr(Bt.rundir, "save_resume", real)
+    train_batched(graphed, [tmp_path / "r0", tmp_path / "r1"], show_progress=False)
+    for k in range(2):
+        want = rundir.read_metrics(tmp_path / f"e{k}")
+        we = rundir.load_checkpoint(tmp_path / f"e{k}")
+        for other in ("g", "r"):
+            got = rundir.read_metrics(tmp_path / f"{other}{k}")
+            assert [r["epoch_train_loss"] for r in got] == [r["epoch_train_loss"] for r in want]
+            assert [r["seen_test_acc"] for r in got] == [r["seen_test_acc"] for r in want]
+            wg = rundir.load_checkpoint(tmp_path / f"{other}{k}")
+            assert all(torch.equal(wg[n], we[n]) for n in we)
