@@ -47,6 +47,20 @@ def test_one_run_is_refused_with_one_line_and_nothing_written(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for a machine without a GPU")
+@pytest.mark.parametrize("backend", ["local", "process"])
+def test_a_sweep_is_refused_with_one_line_and_nothing_written(tmp_path, backend):
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(f'name = "s"\nbase = "{CONFIGS / "p1" / "cpu_demo.toml"}"\n[axes]\n"init.gamma" = [0.5, 1.0]\n')
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "anchorlab.cli", "sweep", str(sweep), "--set", "train.cuda_graph=true",
+                           "--backend", backend, "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].count("train.cuda_graph: true needs") == 1, lines
+    assert ("backend 'local'" in lines[0]) is (backend == "process") and not out.exists()
+
+
 def test_batched_on_a_cpu_is_refused_before_anything_is_written(tmp_path):
     cfgs = [small(**{"train.cuda_graph": True, "train.device": "cpu"}),
             small(**{"train.cuda_graph": True, "train.device": "cpu", "init.gamma": 0.8})]

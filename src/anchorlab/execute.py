@@ -37,6 +37,7 @@ def run_all(jobs: Sequence[tuple[Any, str | Path]], workers: int = 1, show_progr
     """
     backend = backend or ("local" if workers <= 1 else "process")
     batch_models = _check_batch_models(jobs, backend, batch_models)
+    _check_cuda_graph(jobs, backend)
     if backend not in BACKENDS:
         raise ConfigError(f"backend: unknown {backend!r}; allowed: {', '.join(BACKENDS)}")
     todo_jobs: list[Job] = [(c, Path(d)) for c, d in jobs]
@@ -52,8 +53,8 @@ def run_all(jobs: Sequence[tuple[Any, str | Path]], workers: int = 1, show_progr
     try:
         if not todo:
             new: list[RunResult] = []
-        elif backend == "local" and batch_models > 1:
-            new = run_batched(todo, batch_models, progress)
+        elif backend == "local" and (batch_models > 1 or any(_graphed(c) for c, _ in todo)):
+            new = run_batched(todo, batch_models, progress)  # a graphed run trains batched, even alone
         elif backend == "local":
             new = run_in_process(todo, progress)
         elif backend == "process":
@@ -85,6 +86,21 @@ def _check_batch_models(jobs: Sequence[tuple[Any, str | Path]], backend: str, ba
         raise ConfigError(f"batch_models: {batch_models} needs backend 'local' (one process holds the K models); "
                           f"got backend {backend!r}")
     return batch_models
+
+
+def _graphed(cfg: Any) -> bool:
+    return bool(getattr(getattr(cfg, "train", None), "cuda_graph", False))
+
+
+def _check_cuda_graph(jobs: Sequence[tuple[Any, str | Path]], backend: str) -> None:
+    """``train.cuda_graph`` only where batched training on a GPU runs in this process."""
+    graphed = [c for c, _ in jobs if _graphed(c)]
+    if graphed and backend != "local":
+        raise ConfigError(f"train.cuda_graph: true needs backend 'local' (batched training in this process); got "
+                          f"backend {backend!r}")
+    if graphed and not all(_on_cuda(c) for c in graphed):
+        raise ConfigError("train.cuda_graph: true needs a CUDA device (train.device 'cuda', or 'auto' on a machine "
+                          "with a GPU); false trains without a graph")
 
 
 def _on_cuda(cfg: Any) -> bool:
@@ -145,6 +161,7 @@ def run_sweep(spec: Any, out: str | Path, *, workers: int, backend: str = "proce
                         gpus_per_run=gpus_per_run, max_retries=max_retries)
     out = Path(out)
     _check_batch_models([(cfg, out) for _, cfg in spec.configs()], backend, batch_models)
+    _check_cuda_graph([(cfg, out) for _, cfg in spec.configs()], backend)
     rows = plan(spec, out)  # the first file written
     if backend == "ray":
         options = ray_backend.options(address, gpus_per_run, 3 if max_retries is None else max_retries, workers)
