@@ -1,7 +1,8 @@
 """train.cuda_graph: batched training on a GPU replays each step as one CUDA graph (anchorlab.cuda_graph).
 
-Here (no GPU): the option is refused with one line wherever it cannot apply, before anything is written, and it
-keeps every existing run id at its default. On a GPU (run there by the device scripts, experiments/gpu_call.sh):
+Here (no GPU): the option is refused with one line wherever it cannot apply, before anything is written, it
+keeps every existing run id at its default, and its bookkeeping (static buffers, the warm-up undone) is checked with
+a stand-in graph. On a GPU (run there first by experiments/gpu_p1_m30_e210.sh):
 a graphed group trains exactly as the eager one, across evaluations, checkpoints and a resumed session."""
 
 from __future__ import annotations
@@ -79,6 +80,57 @@ def test_a_graph_needs_a_cuda_tensor():
     x = torch.zeros(2, 3)
     with pytest.raises(ValueError, match="train.cuda_graph"):
         GraphedStep(lambda x, y, lr: x.sum(), x, x, x, [])
+
+
+def test_the_graph_bookkeeping_leaves_training_where_eager_steps_would(monkeypatch):
+    """With a stand-in graph that runs the captured step again at each replay (on the CPU), GraphedStep trains as
+    the eager step does, bit for bit: the warm-up steps' effect on weights, moments and step count is undone,
+    and each replay reads that step's batch and rate from the static buffers."""
+    import anchorlab.cuda_graph as G
+    from anchorlab.batched import Hyper, StackedParams, train_step
+    from anchorlab.models import build_model
+    from anchorlab.tasks import make_task_data
+    from anchorlab.train import build_initialized_model
+
+    class Replay:  # runs the captured function again, its output written into the captured buffer
+        def __init__(self, fn, out):
+            self.fn, self.out = fn, out
+
+        def replay(self):
+            self.out.copy_(self.fn())
+
+    def capture(fn):
+        out = fn()  # a real capture records without running; the restore after it covers both
+        return Replay(fn, out), out
+
+    monkeypatch.setattr(G, "require_cuda", lambda device: None)
+    monkeypatch.setattr(G, "warm_up", lambda fn, n, device: [fn() for _ in range(n)])
+    monkeypatch.setattr(G, "capture", capture)
+    cfgs = [small(), small(**{"init.gamma": 0.8, "seeds.init_seed": 2})]
+    data = make_task_data(cfgs[0].task, cfgs[0].seeds.data_seed)
+    x_all, y_all = torch.from_numpy(data.inputs[data.in_train]), torch.from_numpy(data.targets[data.in_train])
+    device = torch.device("cpu")
+    stacks = []
+    for _ in range(2):
+        model = build_model(cfgs[0].model, data.vocab_size)
+        stacks.append((model, StackedParams(model, [build_initialized_model(c, data.vocab_size) for c in cfgs],
+                                            device)))
+    hyper = Hyper.of(cfgs, device)
+    (m_e, s_e), (m_g, s_g) = stacks
+    graphed = None
+    before = s_g.theta.clone()
+    for i in range(6):
+        rows = [slice(i * 32, (i + 1) * 32), slice(200 + i * 32, 200 + (i + 1) * 32)]  # each run its own batch
+        x, y = torch.stack([x_all[r] for r in rows]), torch.stack([y_all[r] for r in rows])
+        lr = torch.tensor([1e-3 * (i + 1), 2e-3], dtype=torch.float64)
+        eager = train_step(s_e, m_e, x, y, lr, hyper)
+        if graphed is None:
+            graphed = GraphedStep(lambda a, b, c: train_step(s_g, m_g, a, b, c, hyper), x, y, lr, s_g.state())
+            assert torch.equal(s_g.theta, before) and s_g.step.item() == 0  # warm-up and capture undone
+        loss = graphed(x, y, lr)
+        assert torch.equal(loss, eager)
+        for a, b in zip(s_g.state(), s_e.state()):
+            assert torch.equal(a, b)
 
 
 @CUDA

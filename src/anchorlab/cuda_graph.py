@@ -15,6 +15,7 @@ state is saved before and put back after, and the first replay starts where trai
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -28,21 +29,12 @@ class GraphedStep:
     after the warm-up and capture. The returned loss is one static buffer, overwritten by the next replay."""
 
     def __init__(self, step: StepFn, x: Tensor, y: Tensor, lr: Tensor, state: Sequence[Tensor], warmup: int = 3):
-        if x.device.type != "cuda":
-            raise ValueError(f"train.cuda_graph: CUDA graphs need a CUDA device; the step runs on {x.device}")
+        require_cuda(x.device)
         self.x, self.y, self.lr = x.clone(), y.clone(), lr.clone()
         with torch.no_grad():
             saved = [t.clone() for t in state]
-        stream = torch.cuda.current_stream(x.device)
-        side = torch.cuda.Stream(x.device)
-        side.wait_stream(stream)
-        with torch.cuda.stream(side):  # allocator pools, cuBLAS handles and autograd's buffers set up outside capture
-            for _ in range(warmup):
-                step(self.x, self.y, self.lr)
-        stream.wait_stream(side)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.loss = step(self.x, self.y, self.lr)
+        warm_up(lambda: step(self.x, self.y, self.lr), warmup, x.device)
+        self.graph, self.loss = capture(lambda: step(self.x, self.y, self.lr))
         with torch.no_grad():
             for t, v in zip(state, saved, strict=True):
                 t.copy_(v)
@@ -53,3 +45,28 @@ class GraphedStep:
         self.lr.copy_(lr)
         self.graph.replay()
         return self.loss
+
+
+def require_cuda(device: torch.device) -> None:
+    if device.type != "cuda":
+        raise ValueError(f"train.cuda_graph: CUDA graphs need a CUDA device; the step runs on {device}")
+
+
+def warm_up(fn: Callable[[], Tensor], n: int, device: torch.device) -> None:
+    """``fn`` run ``n`` times on a side stream, as PyTorch's CUDA-graph notes ask before a capture: the allocator's
+    pools, cuBLAS's handles and autograd's buffers are set up outside it."""
+    stream = torch.cuda.current_stream(device)
+    side = torch.cuda.Stream(device)
+    side.wait_stream(stream)
+    with torch.cuda.stream(side):
+        for _ in range(n):
+            fn()
+    stream.wait_stream(side)
+
+
+def capture(fn: Callable[[], Tensor]) -> tuple[Any, Tensor]:
+    """(the CUDA graph of ``fn``'s kernels, its output buffer); the kernels are recorded, not run."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return graph, out
