@@ -16,6 +16,8 @@
 # A device run's resume state cannot come back, so a new machine trains them from step 0.
 #   device run:   bash experiments/gpu_p1_m30_e210.sh        (timeout_s 600; again at once with LIMIT=...)
 #   here, after:  bash experiments/ingest_gpu_next.sh FILES_AT h200_bf16_k6
+# What comes back: the runs' small outputs as $OUT/p1_gpu_next.tar.gz, and the γ 1.2 runs' last weights as
+# $OUT/e210_g1.2_sN_step_*.safetensors (the ingest sets them up as runs under runs/p1_m30_e210_weights/).
 # Set LIMIT (seconds) to stop earlier; PY (default python3); SWEEP and K for another part of the experiment
 # (SWEEP=configs/sweeps/p1_m30_e210_pair.toml K=2 repeats 2026-11-28's call); GRAPH=0 to train eagerly.
 set -uo pipefail
@@ -45,6 +47,13 @@ cli_until_limit sweep "$SWEEP" --out "$DIR" --backend local --batch-models "$K" 
 cli sweep "$SWEEP" --out "$DIR" "${GRAPH_SET[@]}" --dry-run | tail -7
 for r in "$DIR"/*/; do
     echo "$(basename "$r"): $(tail -n 1 "$r/metrics.jsonl" 2>/dev/null | cut -c1-200)"
+done
+# the small-init runs' last weights (~11 MB each; not resume states), for key-by-key and mechanism figures here
+for r in "$DIR"/*/; do
+    gs=$("$PY" -c 'import json, sys; c = json.load(open(sys.argv[1]))
+print("g%g_s%d" % (c["init"]["gamma"], c["seeds"]["data_seed"]))' "$r/config.json" 2>/dev/null)
+    last=$(ls "$r"/checkpoints/step_*.safetensors 2>/dev/null | tail -1)
+    case "$gs" in g1.2_s*) [ -n "$last" ] && cp "$last" "$OUT/e210_${gs}_$(basename "$last")" ;; esac
 done
 tar czf "$OUT/p1_gpu_next.tar.gz" --exclude=checkpoints --exclude='resume*' -C "$RUNS" gpu_next
 ls -la "$OUT"

@@ -3,7 +3,7 @@
 # small outputs into docs/, its figures drawn, the two checkpoints it brought back set up as runs under runs/
 # (never committed).
 #   bash experiments/ingest_gpu_next.sh FILES_AT [TAG]
-# FILES_AT: the folder the device call's files came back to (p1_gpu_next.tar.gz, ep60_*.safetensors);
+# FILES_AT: the folder the device call's files came back to (p1_gpu_next.tar.gz, ep60_* / e210_*.safetensors);
 # TAG: the device and precision, as in the docs' folder names (default h200_bf16).
 # Writes (each run: config.json, metrics.jsonl, epochs.jsonl, sessions.jsonl, summary.json, DONE where present):
 #   docs/p1_frontier/epochs60/, epochs30/  the compressed-schedule sweeps, and p1-{gamma,curves,condensation}_epochsN
@@ -31,6 +31,7 @@
 #   docs/p1_mechanisms/epochs60/        the mechanism figures drawn on the device
 #   runs/p1_frontier_epochs60_weights/  the last weights of γ 1.2 / 0.3 seed 1 as run directories (for
 #                                       `anchorlab figure p1-fig4 | p1-fig3b` here)
+#   runs/p1_m30_e210_weights/           the last weights of the 210-epoch γ 1.2 runs, likewise (p1-keys, p1-fig*)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=${1:?usage: bash experiments/ingest_gpu_next.sh FILES_AT [TAG]}; TAG=${2:-h200_bf16}
@@ -162,11 +163,13 @@ fi
 if [ -n "$(ls -A "$G/p1_mechanisms_epochs60" 2>/dev/null)" ]; then  # (made, and not stopped before a figure)
     mkdir -p docs/p1_mechanisms/epochs60 && cp "$G"/p1_mechanisms_epochs60/* docs/p1_mechanisms/epochs60/
 fi
-for w in "$SRC"/ep60_*.safetensors; do  # ep60_g1.2_s1_step_0022200.safetensors
-    [ -f "$w" ] || continue
-    name=$(basename "$w" .safetensors); gs=${name#ep60_}; gs=${gs%%_step_*}; step=${name##*_step_}
-    g=${gs%%_s*}; g=${g#g}; s=${gs##*_s}
-    run=$(python3 - docs/p1_frontier/epochs60 "$g" "$s" <<'EOF'
+weights_to_runs() {  # PREFIX DOCS_DIR RUNS_DIR: each PREFIX_gG_sN_step_S.safetensors that came back, set up as
+    local w name gs step g s run d  # RUNS_DIR/<run id> (the run's records from DOCS_DIR, the weights as its checkpoint)
+    for w in "$SRC"/"$1"_*.safetensors; do  # e.g. ep60_g1.2_s1_step_0022200.safetensors
+        [ -f "$w" ] || continue
+        name=$(basename "$w" .safetensors); gs=${name#"$1"_}; gs=${gs%%_step_*}; step=${name##*_step_}
+        g=${gs%%_s*}; g=${g#g}; s=${gs##*_s}
+        run=$(python3 - "$2" "$g" "$s" <<'EOF'
 import json, pathlib, sys
 for p in sorted(pathlib.Path(sys.argv[1]).glob("*/config.json")):
     c = json.loads(p.read_text())
@@ -174,11 +177,14 @@ for p in sorted(pathlib.Path(sys.argv[1]).glob("*/config.json")):
         print(p.parent.name)
 EOF
 )
-    [ -n "$run" ] || { echo "no run for $name"; continue; }
-    d=runs/p1_frontier_epochs60_weights/$run
-    mkdir -p "$d/checkpoints" && cp docs/p1_frontier/epochs60/"$run"/* "$d/" && cp "$w" "$d/checkpoints/step_$step.safetensors"
-    echo "$d: the weights at step $((10#$step)) (γ $g seed $s)"
-done
+        [ -n "$run" ] || { echo "no run for $name"; continue; }
+        d=$3/$run
+        mkdir -p "$d/checkpoints" && cp "$2/$run"/* "$d/" && cp "$w" "$d/checkpoints/step_$step.safetensors"
+        echo "$d: the weights at step $((10#$step)) (γ $g seed $s)"
+    done
+}
+weights_to_runs ep60 docs/p1_frontier/epochs60 runs/p1_frontier_epochs60_weights
+weights_to_runs e210 "docs/p1_levers/m30_e210_$TAG" runs/p1_m30_e210_weights
 # the frontier at a glance, redrawn over every committed point (docs/p1_frontier.md)
 if [ "${#copied[@]}" -gt 0 ]; then
     "$AL" figure p1-frontier docs/p1_frontier/points.toml --out docs/p1_frontier >/dev/null

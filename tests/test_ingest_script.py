@@ -66,3 +66,35 @@ def test_ingest_redraws_only_what_came_back(tmp_path):
     assert (figures / "p1-gamma_data_h200_bf16_n225000_best.png").is_file()
     assert (figures / "p1-curves_data_h200_bf16_n225000.png").is_file()
     assert not (figures / "p1-gamma_epochs60.png").exists()
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("bash", "tar", "python3")),
+                    reason="needs bash, tar and python3")
+def test_ingest_sets_up_returned_weights_as_runs(tmp_path):
+    """The 210-epoch call's γ 1.2 weights (e210_gG_sN_step_S.safetensors) become runs under runs/p1_m30_e210_weights/:
+    the run of that γ and seed with its committed records and the weights as its checkpoint at step S."""
+    tree = tmp_path / "tree"
+    (tree / "experiments").mkdir(parents=True)
+    shutil.copy(ROOT / "experiments" / "ingest_gpu_next.sh", tree / "experiments")
+    for rid, gamma, seed in (("run_s3", 1.2, 3), ("run_g03", 0.3, 3)):
+        run = tmp_path / "back" / "gpu_next" / "p1_m30_e210" / rid
+        run.mkdir(parents=True)
+        (run / "config.json").write_text(json.dumps({"init": {"gamma": gamma}, "seeds": {"data_seed": seed},
+                                                     "task": {}, "train": {}}))
+        (run / "metrics.jsonl").write_text("")
+    with tarfile.open(tmp_path / "p1_gpu_next.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "back" / "gpu_next", arcname="gpu_next")
+    (tmp_path / "e210_g1.2_s3_step_0077700.safetensors").write_bytes(b"weights")
+    fake = tmp_path / "anchorlab"
+    fake.write_text(FAKE_AL)
+    fake.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "AL": str(fake), "LOG": str(tmp_path / "calls.log"), "PY": sys.executable}
+    done = subprocess.run(["bash", str(tree / "experiments" / "ingest_gpu_next.sh"), str(tmp_path), "h200_bf16_k6"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tree / "docs" / "p1_levers" / "m30_e210_h200_bf16_k6" / "run_g03" / "config.json").is_file()
+    made = tree / "runs" / "p1_m30_e210_weights"
+    assert [p.name for p in made.iterdir()] == ["run_s3"]
+    assert (made / "run_s3" / "checkpoints" / "step_0077700.safetensors").read_bytes() == b"weights"
+    assert json.loads((made / "run_s3" / "config.json").read_text())["seeds"]["data_seed"] == 3
+    assert "the weights at step 77700 (γ 1.2 seed 3)" in done.stdout
