@@ -160,6 +160,7 @@ def test_last_reading_takes_one_run_per_seed(tmp_path):
 
 @pytest.mark.parametrize("text, field", [
     (POINTS.replace('read = "best"', 'read = "max"'), "point 1.read"),
+    (POINTS.replace('read = "best"', 'read = "best"\nepoch = -3'), "point 1.epoch"),
     (POINTS.replace('runs = ["rates"] }', 'runs = ["rates"], runs_per_seed = 0 }'), "point 1.small.runs_per_seed"),
     (POINTS.replace('runs = ["narrow/*"] }', 'runs = ["narrow/*"], runs_per_seed = 3 }'),
      "point 2.small.runs_per_seed"),
@@ -220,3 +221,34 @@ def test_the_small_side_also_shows_the_seen_pairs_test_accuracy_that_the_verdict
     xs = lambda ax: sorted(round(float(x), 2) for c in ax.collections for x, _ in c.get_offsets())
     assert xs(fig.axes[0]) == [0.6, 0.7, 0.8, 0.95, 0.95, 0.95]  # three answers and three seen-test ticks
     assert xs(fig.axes[1]) == [0.95, 0.95, 0.95]  # the large side: its answer only
+
+
+def test_a_point_read_after_one_epoch_takes_that_evaluation_of_each_run(tmp_path):
+    """``epoch = N``: each run read after epoch N, not at its end (a long run where a shorter protocol was read);
+    a run short of N is unfinished for that reading, and one that went past N without evaluating there is one line."""
+    for s, (early, late) in {1: (0.95, 0.10), 2: (0.92, 0.05), 3: (0.97, 0.50)}.items():
+        d = run(tmp_path / "long" / f"r{s}", 1.2, s, late, 0.8)
+        evals = [{"step": 10 * e, "epoch": e, "seen_test_acc": 1.0, "unseen_inferential_acc": i,
+                  "unseen_symmetric_acc": 0.0} for e, i in ((3, 0.2), (6, early), (9, late))]
+        (d / rundir.METRICS).write_text("".join(json.dumps(r) + "\n" for r in evals))
+        d = run(tmp_path / "large" / f"r{s}", 0.3, s, 0.0, 0.99, done=s != 3)  # seed 3 stopped after epoch 6
+        evals = [{"step": 10 * e, "epoch": e, "seen_test_acc": 1.0, "unseen_inferential_acc": 0.0,
+                  "unseen_symmetric_acc": 0.99} for e in ((3, 6, 9) if s != 3 else (3, 6))]
+        (d / rundir.METRICS).write_text("".join(json.dumps(r) + "\n" for r in evals))
+    points = tmp_path / "points.toml"
+    points.write_text('[[point]]\nfactor = "epochs"\nconfig = "long runs"\nread = "last"\nepoch = 6\n'
+                      'small = { gamma = 1.2, runs = ["long/*"] }\nlarge = { gamma = 0.3, runs = ["large/*"] }\n')
+    draw("p1-frontier", [points], tmp_path / "out")
+    rows = list(csv.DictReader(open(tmp_path / "out" / "p1-frontier.csv")))
+    small = [float(r["value"]) for r in rows if r["side"] == "small"]
+    assert small == [0.95, 0.92, 0.97] and {r["read"] for r in rows} == {"last after epoch 6"}
+    assert {r["verdict"] for r in rows} == {"yes"}  # the large seed 3 evaluated after epoch 6: read there, final
+    points.write_text(points.read_text().replace("epoch = 6", "epoch = 9"))
+    draw("p1-frontier", [points], tmp_path / "out")
+    rows = list(csv.DictReader(open(tmp_path / "out" / "p1-frontier.csv")))
+    assert [r["status"] for r in rows if r["side"] == "large"] == ["done", "done", "unfinished"]
+    assert {r["verdict"] for r in rows} == {"no"}  # the small init lost it by epoch 9
+    points.write_text(points.read_text().replace("epoch = 9", "epoch = 4"))
+    with pytest.raises(ConfigError, match=r"epoch 4: run .* has no evaluation after epoch 4 \(it evaluated after "
+                                          r"epochs 3, 6, 9\)"):
+        draw("p1-frontier", [points], tmp_path / "out")

@@ -304,7 +304,7 @@ def test_p1_gamma_best_epoch_and_keys_give_the_authors_reading(tmp_path):
 def test_figure_list_names_each_figures_options_and_flags():
     from anchorlab.figures import describe, options_of
 
-    assert options_of("p1-gamma") == (["best_of_seed=false", "keys=both"], ["--best-epoch"])
+    assert options_of("p1-gamma") == (["best_of_seed=false", "keys=both", "epoch=-1"], ["--best-epoch"])
     assert options_of("p1-fig3b") == (["n_per_pair=50", "seed=5"], ["--method pca|tsne", "--step N"])
     lines = describe().splitlines()
     i = next(k for k, line in enumerate(lines) if line.startswith("p1-fig2 "))
@@ -401,3 +401,24 @@ def test_p1_gamma_draws_unfinished_runs_hollow_and_says_so():
     finished = plot_gamma_comparison([{**r, "status": "done"} for r in rows])
     assert dots(finished, hollow=True) == []
     assert not any("unfinished" in t.get_text() for t in finished.axes[0].get_legend().get_texts())
+
+
+def test_p1_gamma_reads_each_run_after_one_epoch(tmp_path, capsys):
+    """``--option epoch=N``: each run's evaluation after epoch N (final for that reading), a run short of N its last
+    evaluation, unfinished; -1 (the default) the end; a bad value or N beside --best-epoch is one line, exit 2."""
+    from anchorlab.cli import main
+
+    runs = [fake_run(tmp_path / f"g{g}_s{s}", g, s, ev, done=False) for (g, s), ev in CURVES.items()]
+    draw("p1-gamma", runs, tmp_path / "out", epoch=3)
+    rows = list(csv.DictReader(open(tmp_path / "out" / "p1-gamma.csv")))
+    assert [(r["gamma"], r["inferential"], r["status"], r["evaluation"]) for r in rows] == [
+        ("0.5", "0.0", "done", "epoch 3"), ("0.8", "0.4", "done", "epoch 3")]
+    draw("p1-gamma", runs, tmp_path / "out", epoch=6)
+    rows = list(csv.DictReader(open(tmp_path / "out" / "p1-gamma.csv")))
+    assert [(r["gamma"], r["inferential"], r["status"]) for r in rows] == [
+        ("0.5", "0.0", "unfinished"), ("0.8", "0.93", "done")]  # γ 0.5 has not reached epoch 6
+    for options in (["--option", "epoch=-2"], ["--option", "epoch=3", "--best-epoch"], ["--option", "epoch=4"]):
+        assert main(["figure", "p1-gamma", *map(str, runs), "--out", str(tmp_path / "bad"), *options]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "epoch" in err and "Traceback" not in err
+    assert not (tmp_path / "bad").exists()

@@ -11,6 +11,7 @@ docs' table and this figure share::
     factor = "width"                        # the factor shrunk ("none": the paper config itself)
     config = "d_model 128, 27 epochs, bf16, 9 rates"   # what differs from the paper config
     read = "best"                           # "best" (over each seed's runs) or "last"
+    epoch = 27                              # optional: each run read after this epoch, not at its end
     command = "anchorlab sweep configs/sweeps/p1_frontier_d128_rates.toml"
     small = { gamma = 1.2, runs = ["d128_rates_h200_bf16"] }   # run or sweep directories, globs, relative
     large = { gamma = 0.3, runs = ["d128_rates_h200_bf16"] }   # to the points file; only runs of that γ count
@@ -40,7 +41,7 @@ from anchorlab.sweep import run_dirs, unique_runs
 
 SIDES = {"small": "inferential", "large": "symmetric"}
 READS = ("best", "last")
-POINT_KEYS = {"factor", "config", "read", "command", "small", "large"}
+POINT_KEYS = {"factor", "config", "read", "epoch", "command", "small", "large"}
 
 
 def _fail(path: Path, where: str, what: str) -> ConfigError:
@@ -59,10 +60,13 @@ def load_points(path: Path) -> list[dict[str, Any]]:
     for i, p in enumerate(points, 1):
         where = f"point {i}"
         if not isinstance(p, dict) or set(p) - POINT_KEYS or not {"factor", "config", "read"} <= set(p):
-            raise _fail(path, where, f"keys factor, config, read (required), command, small, large (got "
+            raise _fail(path, where, f"keys factor, config, read (required), epoch, command, small, large (got "
                         f"{sorted(p) if isinstance(p, dict) else p!r})")
         if p["read"] not in READS:
             raise _fail(path, f"{where}.read", f"one of {', '.join(READS)} (got {p['read']!r})")
+        e = p.get("epoch")
+        if e is not None and (isinstance(e, bool) or not isinstance(e, int) or e < 0):
+            raise _fail(path, f"{where}.epoch", f"an epoch >= 0: each run read after it (got {e!r})")
         if not ({"small", "large"} & set(p)):
             raise _fail(path, where, "needs a small or a large side (or both)")
         for side in SIDES:
@@ -99,7 +103,7 @@ def side_rows(point: dict[str, Any], side: str, base: Path, where: str) -> list[
     spec = point.get(side)
     if spec is None:
         return []
-    found = gamma_rows(_run_dirs(base, spec["runs"], where))
+    found = gamma_rows(_run_dirs(base, spec["runs"], where), epoch=point.get("epoch"))
     rows = [r for r in found if r["gamma"] == float(spec["gamma"])]
     if found and not rows:  # not started yet, or a γ mistyped: drawn "not run" either way, and said
         others = ", ".join(f"{g:g}" for g in sorted({r["gamma"] for r in found}))
@@ -160,10 +164,11 @@ def p1_frontier(points_file: Path, out: str | Path, threshold: float = 0.9, seed
     for i, p in enumerate(load_points(path), 1):
         sides = {side: side_rows(p, side, base, f"{path}: point {i}.{side}") for side in SIDES}
         v = verdict(sides["small"], sides["large"], int(seeds), threshold)
-        table.append({"factor": p["factor"], "config": p["config"], "read": p["read"], "verdict": v,
+        read = p["read"] + (f" after epoch {p['epoch']}" if "epoch" in p else "")
+        table.append({"factor": p["factor"], "config": p["config"], "read": read, "verdict": v,
                       **{side: {"gamma": p[side]["gamma"], "rows": sides[side]} if side in p else None
                          for side in SIDES}})
-        head = {"point": i, "factor": p["factor"], "config": p["config"], "read": p["read"], "verdict": v,
+        head = {"point": i, "factor": p["factor"], "config": p["config"], "read": read, "verdict": v,
                 "command": p.get("command", "")}
         for side, answer in SIDES.items():
             if side not in p:

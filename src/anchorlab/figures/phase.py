@@ -112,19 +112,25 @@ def _varied_parts(varied: dict[str, Any]) -> list[str]:
             else f"{k.rsplit('.', 1)[-1]} {v}" for k, v in varied.items()]
 
 
-def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = False) -> list[dict[str, Any]]:
+def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = False,
+               epoch: int | None = None) -> list[dict[str, Any]]:
     """One row per composite-task run of ``run_dirs`` that has an evaluation: model, γ, seed, std of W_Q and
     the held-out pair's inferential / symmetric accuracy on the inputs ``keys`` selects (:data:`PROBE_KEYS`)
     and the seen pairs' test accuracy (final; the last evaluation of an unfinished run, marked ``status``; with
     ``use_best_epoch`` each the highest over the run's evaluations, separately, as the authors' plotting code
-    took them), and, as ``varied`` and a column each, the config fields in which the runs differ beyond γ and
-    the seed (:func:`_varied`). Other runs (other tasks, not started) are left out."""
+    took them; with ``epoch`` the evaluation after that epoch, final once the run has made it, :func:`_at_epoch`),
+    and, as ``varied`` and a column each, the config fields in which the runs differ beyond γ and the seed
+    (:func:`_varied`). Other runs (other tasks, not started) are left out."""
+    if use_best_epoch and epoch is not None:
+        raise ConfigError("best epoch or one epoch: give --best-epoch or epoch, not both")
     sfx = PROBE_KEYS[keys]
     rows = []
     found = [(d, cfg) for d in run_dirs if (cfg := _composite_config(d)) is not None]
     for (d, cfg), varied in zip(found, _varied([cfg for _, cfg in found]), strict=True):
         done = (d / rundir.SUMMARY).is_file()
         last = rundir.read_json(d / rundir.SUMMARY) if done else (rundir.read_metrics(d) or [{}])[-1]
+        if epoch is not None:
+            last, done = _at_epoch(d, epoch, done)
         if f"unseen_inferential_acc{sfx}" not in last:
             continue
         if use_best_epoch:
@@ -135,9 +141,26 @@ def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = 
                      "inferential": last[f"unseen_inferential_acc{sfx}"],
                      "symmetric": last[f"unseen_symmetric_acc{sfx}"],
                      "seen_test": last.get("seen_test_acc"), "status": "done" if done else "unfinished",
-                     "pair": _probe_pair(cfg), "keys": keys, "evaluation": "best" if use_best_epoch else "last",
+                     "pair": _probe_pair(cfg), "keys": keys,
+                     "evaluation": "best" if use_best_epoch else "last" if epoch is None else f"epoch {epoch}",
                      "varied": ", ".join(_varied_parts(varied)), **varied})
     return sorted(rows, key=lambda r: (r["model"], r["varied"], r["gamma"], r["seed"]))
+
+
+def _at_epoch(run_dir: Path, epoch: int, done: bool) -> tuple[dict[str, Any], bool]:
+    """(the run's evaluation after ``epoch``, True), or, for a run still short of it, (its last evaluation, False:
+    unfinished for this reading); a run that went past ``epoch`` (or ended before it) without evaluating there is
+    one line naming the epochs it did evaluate."""
+    evals = rundir.read_metrics(run_dir)
+    at = next((r for r in evals if r.get("epoch") == epoch), None)
+    if at is not None:
+        return at, True
+    if evals and not done and evals[-1].get("epoch", 0) < epoch:
+        return evals[-1], False
+    have = [r.get("epoch") for r in evals]
+    raise ConfigError(f"epoch {epoch}: run {run_dir} has no evaluation after epoch {epoch} (it evaluated after "
+                      f"epochs {', '.join(map(str, have[:6]))}{', ...' if len(have) > 6 else ''}"
+                      f"{f', {have[-1]}' if len(have) > 6 else ''})")
 
 
 def best_per_seed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -170,7 +193,7 @@ def best_per_seed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @figure("p1-gamma", "runs", "P1 γ comparison: inferential and symmetric accuracy on the held-out pair per γ, "
         "one dot per seed")
 def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False, keys: str = "both",
-             use_best_epoch: bool = False) -> Path:
+             use_best_epoch: bool = False, epoch: int = -1) -> Path:
     """The demo's one picture: per γ (and model) the fraction of held-out-pair inputs answered inferentially
     and symmetrically at the end of training, one dot per seed, a bar at the mean (``gamma_rows``). With
     ``best_of_seed``, runs of one seed (other learning rates, say) make one dot: P1's best over them
@@ -178,9 +201,12 @@ def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False, 
     (:data:`PROBE_KEYS`); ``use_best_epoch`` (``--best-epoch``): each run's best evaluation instead of its last.
     ``best_of_seed`` with ``keys=train`` and ``--best-epoch`` is the authors' reading of P1 Fig. 2: best over
     rates and epochs on 43_xel. Without ``best_of_seed``, runs that differ in another config field (weight
-    decay, rate, …) are bars of their own, labelled with it."""
+    decay, rate, …) are bars of their own, labelled with it. ``epoch`` (``--option epoch=N``; -1, the default:
+    the last evaluation): each run read after epoch N, e.g. a 210-epoch run where P1's protocol was read (27)."""
     probe_suffix("p1-gamma", keys)
-    rows = gamma_rows([Path(d) for d in run_dirs], keys, use_best_epoch)
+    if epoch < -1:
+        raise ConfigError(f"figure p1-gamma: option epoch: an epoch >= 0, or -1 for the last evaluation (got {epoch})")
+    rows = gamma_rows([Path(d) for d in run_dirs], keys, use_best_epoch, None if epoch == -1 else epoch)
     if not rows:
         raise ConfigError("figure p1-gamma: needs composite-task (P1) runs with at least one evaluation"
                           + ("" if keys == "both" else f" that logs the held-out pair per key type (keys={keys})"))
@@ -189,7 +215,7 @@ def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False, 
         pairs += f", {KEYS_NAMES[keys]}"
     if best_of_seed:
         rows = best_per_seed(rows)
-        when = ", best epoch" if use_best_epoch else ""
+        when = ", best epoch" if use_best_epoch else f", after epoch {epoch}" if epoch >= 0 else ""
         fig = plot_gamma_comparison(rows, pair=pairs, dots="seed (best of its runs)",
                                     title=f"P1: held-out pair {pairs} per γ, best over each seed's runs{when} "
                                           f"(P1 §4; bars: mean over seeds)")
@@ -197,8 +223,9 @@ def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False, 
         varied_keys = [k for k in rows[0] if "." in k]  # the config fields of gamma_rows' varied columns
         shown = [{**r, "model": "\n".join([r["model"], *_varied_parts({k: r[k] for k in varied_keys})])}
                  for r in rows]
-        fig = plot_gamma_comparison(shown, pair=pairs, **({"title": f"P1: held-out pair {pairs} per γ, best "
-                                                           f"evaluation of each run"} if use_best_epoch else {}))
+        title = (f"P1: held-out pair {pairs} per γ, best evaluation of each run" if use_best_epoch else
+                 f"P1: held-out pair {pairs} per γ, each run after epoch {epoch}" if epoch >= 0 else None)
+        fig = plot_gamma_comparison(shown, pair=pairs, **({"title": title} if title else {}))
     return save_figure(fig, rows, Path(out), "p1-gamma")
 
 

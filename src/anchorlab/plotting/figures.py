@@ -411,7 +411,7 @@ def plot_frontier(points: Sequence[dict[str, Any]], threshold: float = 0.9) -> F
             ax.set_xlabel(f"held-out pair (4,3): {answer} share per seed")
         axes[0].set_title("small init: inferential (x − 10)", fontsize=9)
         axes[1].set_title("larger init: symmetric (x − 6)", fontsize=9)
-        labels = [textwrap.fill(f"{p['factor']}: {p['config']}" + (" [best over rates]" if p["read"] == "best"
+        labels = [textwrap.fill(f"{p['factor']}: {p['config']}" + (" [best over rates]" if p["read"].startswith("best")
                                                                     else ""), width=48) for p in points]
         axes[0].set_yticks(range(n - 1, -1, -1), labels, fontsize=7)
         axes[0].set_ylim(-0.6, n - 0.4)
