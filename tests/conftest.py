@@ -33,3 +33,23 @@ def sweep_sets(path, tmp_path) -> list[str]:
         return []
     (tmp_path / "ref.npz").write_bytes(b"")
     return [f"task.reference='{tmp_path / 'ref.npz'}'"]
+
+
+def train_batched_killed(monkeypatch, cfgs, run_dirs, after_saves: int) -> None:
+    """``anchorlab.batched.train_batched(cfgs, run_dirs)`` killed (KeyboardInterrupt) right after its
+    ``after_saves``-th resume state is written, as a session stopped mid-run; the real writer is back after."""
+    import pytest
+
+    import anchorlab.batched as Bt
+
+    real, calls = Bt.rundir.save_resume, {"n": 0}
+
+    def die(*a, **k):
+        real(*a, **k)
+        calls["n"] += 1
+        if calls["n"] == after_saves:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(Bt.rundir, "save_resume", die)
+    with pytest.raises(KeyboardInterrupt):
+        Bt.train_batched(cfgs, run_dirs, show_progress=False)
+    monkeypatch.setattr(Bt.rundir, "save_resume", real)

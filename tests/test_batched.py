@@ -8,7 +8,7 @@ from anchorlab import rundir
 from anchorlab.batched import StackedParams, adamw_rows_, batch_mismatch, can_batch, clip_rows_, train_batched
 from anchorlab.config import ConfigError
 from anchorlab.train import build_initialized_model, train
-from tests.conftest import tiny_config
+from tests.conftest import tiny_config, train_batched_killed
 
 
 def small(**dotted):
@@ -94,19 +94,7 @@ def test_batched_resume_file_is_the_plain_trainers(tmp_path, monkeypatch):
     """A batched group killed after epoch 2 resumes exactly, batched or alone with train.train."""
     cfgs = [small(**o) for o in THREE[:2]]
     full = [train(c, tmp_path / f"full{k}", show_progress=False) for k, c in enumerate(cfgs)]
-    import anchorlab.batched as Bt
-
-    real, calls = Bt.rundir.save_resume, {"n": 0}
-
-    def die_after_epoch_2(*a, **k):
-        real(*a, **k)
-        calls["n"] += 1
-        if calls["n"] == 4:  # both runs saved epoch 2
-            raise KeyboardInterrupt
-    monkeypatch.setattr(Bt.rundir, "save_resume", die_after_epoch_2)
-    with pytest.raises(KeyboardInterrupt):
-        train_batched(cfgs, [tmp_path / "cut0", tmp_path / "cut1"], show_progress=False)
-    monkeypatch.setattr(Bt.rundir, "save_resume", real)
+    train_batched_killed(monkeypatch, cfgs, [tmp_path / "cut0", tmp_path / "cut1"], after_saves=4)  # after epoch 2
     resumed = [train(cfgs[0], tmp_path / "cut0", show_progress=False),
                train_batched(cfgs, [tmp_path / "cut0", tmp_path / "cut1"], show_progress=False)[1]]
     for k in range(2):

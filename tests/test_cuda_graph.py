@@ -18,7 +18,7 @@ from anchorlab import rundir
 from anchorlab.batched import train_batched
 from anchorlab.config import ConfigError, load_config
 from anchorlab.cuda_graph import GraphedStep
-from tests.conftest import tiny_config
+from tests.conftest import tiny_config, train_batched_killed
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -139,24 +139,12 @@ def test_a_graphed_group_trains_exactly_as_the_eager_one(tmp_path, monkeypatch, 
     """Two runs (different γ and data seeds) batched, eager and graphed: the same epoch losses, evaluations and
     final weights, bit for bit; and a graphed group killed after epoch 2 and resumed (a second capture) ends where
     the uninterrupted one does."""
-    import anchorlab.batched as Bt
-
     common = {"train.device": "cuda", "train.precision": precision}
     eager = [small(**common), small(**common, **{"init.gamma": 0.8, "seed": 2})]
     graphed = [c.replace(**{"train.cuda_graph": True}) for c in eager]
     train_batched(eager, [tmp_path / "e0", tmp_path / "e1"], show_progress=False)
     train_batched(graphed, [tmp_path / "g0", tmp_path / "g1"], show_progress=False)
-    real, calls = Bt.rundir.save_resume, {"n": 0}
-
-    def die_after_epoch_2(*a, **k):
-        real(*a, **k)
-        calls["n"] += 1
-        if calls["n"] == 4:  # both runs saved epoch 2
-            raise KeyboardInterrupt
-    monkeypatch.setattr(Bt.rundir, "save_resume", die_after_epoch_2)
-    with pytest.raises(KeyboardInterrupt):
-        train_batched(graphed, [tmp_path / "r0", tmp_path / "r1"], show_progress=False)
-    monkeypatch.setattr(Bt.rundir, "save_resume", real)
+    train_batched_killed(monkeypatch, graphed, [tmp_path / "r0", tmp_path / "r1"], after_saves=4)  # after epoch 2
     train_batched(graphed, [tmp_path / "r0", tmp_path / "r1"], show_progress=False)
     for k in range(2):
         want = rundir.read_metrics(tmp_path / f"e{k}")
