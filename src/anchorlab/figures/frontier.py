@@ -64,9 +64,9 @@ def load_points(path: Path) -> list[dict[str, Any]]:
                         f"{sorted(p) if isinstance(p, dict) else p!r})")
         if p["read"] not in READS:
             raise _fail(path, f"{where}.read", f"one of {', '.join(READS)} (got {p['read']!r})")
-        e = p.get("epoch")
-        if e is not None and (isinstance(e, bool) or not isinstance(e, int) or e < 0):
-            raise _fail(path, f"{where}.epoch", f"an epoch >= 0: each run read after it (got {e!r})")
+        at = p.get("epoch")
+        if at is not None and (isinstance(at, bool) or not isinstance(at, int) or at < 0):
+            raise _fail(path, f"{where}.epoch", f"an epoch >= 0: each run read after it (got {at!r})")
         if not ({"small", "large"} & set(p)):
             raise _fail(path, where, "needs a small or a large side (or both)")
         for side in SIDES:
