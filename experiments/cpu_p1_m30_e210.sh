@@ -15,7 +15,8 @@
 # from step 0); elsewhere it is trained from step 0. Checkpoints every 3 epochs (11 MB each at this size); a run
 # already started keeps the cadence it started with (`anchorlab train --resume`).
 # Cost: ~1.6 steps/s per trainer on the 2-core AMD EPYC VM, 77,700 steps and 71 evaluations of 900,000 rows
-# (~1 min each) a run: ~14 h a run from step 0, ~84 core-hours for the six.
+# (~1 min each) a run: ~14 h a run from step 0, ~84 core-hours for the six. (The machine of 2026-11-28 trains
+# 0.96 steps/s a trainer, alone or in the pair: ~23 h a run.)
 # `anchorlab status runs/p1_levers_cpu` shows where each run stands (epochs, last evaluation, time left).
 # Each run's progress bar goes to runs/p1_levers_cpu/NAME.log. Set SLOTS, THREADS (intra-op threads per trainer;
 # default 2 / SLOTS, at least 1: every session passes it, since a run started elsewhere may have stored another),
