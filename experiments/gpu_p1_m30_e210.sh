@@ -2,8 +2,9 @@
 # One device call (issue 16): P1's full 210-epoch schedule at its top grid rate (m = 30), both ends of the γ line ×
 # our data seeds 1-3 (configs/sweeps/p1_m30_e210.toml), as one batched group of 6, each step replayed as one CUDA
 # graph (train.cuda_graph) once the graph has been checked on this device:
-#  1. tests/test_cuda_graph.py (a graphed group trains bit for bit as the eager one, across a resumed session; fp32
-#     and bf16): log in $OUT/cuda_graph_tests.log; the sweep uses the graph only if the fp32 test passes;
+#  1. tests/test_cuda_graph.py (a graphed group trains as the eager one, across a resumed session: bit for bit in
+#     fp32 and bf16, and to 1e-4 in fp32): log in $OUT/cuda_graph_tests.log; the sweep uses the graph only if the
+#     fp32 test to 1e-4 passes (bit for bit or not, the step's arithmetic is then the graph's to keep);
 #  2. benchmarks/throughput.py at the paper config, K = 6, eager (d) against graphed (f), in $OUT/throughput.json;
 #  3. the sweep, until LIMIT.
 # Why the graph: on one H200 a batched step of this model took ~16-17 ms whether it carried 2 or 6 runs
@@ -30,7 +31,7 @@ if [ -z "$GRAPH" ]; then
     PYTHONPATH=src:. timeout 180 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_graph.py -rA -k "graphed or bookkeeping" \
         > "$OUT/cuda_graph_tests.log" 2>&1
     tail -n 12 "$OUT/cuda_graph_tests.log"
-    if grep -q "PASSED.*test_a_graphed_group_trains_exactly_as_the_eager_one\[fp32\]" "$OUT/cuda_graph_tests.log"; then
+    if grep -q "PASSED.*test_a_graphed_group_trains_as_the_eager_one_up_to_rounding" "$OUT/cuda_graph_tests.log"; then
         GRAPH=1
     else
         GRAPH=0
