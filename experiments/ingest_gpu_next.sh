@@ -14,6 +14,8 @@
 #                                       p1-{gamma,curves}_both_lr30_TAG
 #   docs/p1_levers/m30_e210_TAG/        P1's top rate to epoch 210 (experiments/gpu_p1_m30_e210.sh), and
 #                                       p1-{curves,readouts}_m30_e210_TAG
+#   docs/p1_levers/best_rates_e210_TAG/ the same schedule at the best epoch-27 rates (γ 1.2 m = 17.5, γ 0.3
+#                                       m = 20), and p1-{curves,readouts}_best_rates_e210_TAG
 #   docs/p1_levers/wd_TAG/wdW/, lr_TAG/mM/  weight decay W at both ends, γ 1.2 at P1's rate multiplier M (one
 #                                       folder per value), and p1-{gamma,curves}_{wd,lr}_TAG_{wdW,mM}
 #                                       and p1-gamma_lr_TAG_best_of_rates (P1 §4: per seed the best over the
@@ -87,6 +89,7 @@ copy_runs "$G/p1_both_sides_lr30" "docs/p1_levers/both_lr30_$TAG"
 copy_runs "$G/p1_wd_ends" "docs/p1_levers/wd_$TAG"
 copy_runs "$G/p1_gamma12_lr" "docs/p1_levers/lr_$TAG"
 copy_runs "$G/p1_m30_e210" "docs/p1_levers/m30_e210_$TAG"
+copy_runs "$G/p1_best_rates_e210" "docs/p1_levers/best_rates_e210_$TAG"
 split_by "docs/p1_levers/wd_$TAG" train.weight_decay wd
 split_by "docs/p1_levers/lr_$TAG" train.lr_multiplier m
 figures docs/p1_frontier/epochs60 docs/p1_frontier epochs60 p1-gamma p1-curves p1-condensation
@@ -95,6 +98,7 @@ figures "docs/p1_cooldown/$TAG" docs/p1_cooldown "$TAG" p1-gamma p1-curves
 figures "docs/p1_levers/both_lr30_$TAG" docs/p1_levers "both_lr30_$TAG" p1-gamma p1-curves
 figures "docs/p1_paper_gamma/${TAG}_e60" docs/p1_paper_gamma e60 p1-curves p1-condensation
 figures "docs/p1_levers/m30_e210_$TAG" docs/p1_levers "m30_e210_$TAG" p1-curves p1-readouts
+figures "docs/p1_levers/best_rates_e210_$TAG" docs/p1_levers "best_rates_e210_$TAG" p1-curves p1-readouts
 for d in docs/p1_levers/wd_"$TAG"/wd* docs/p1_levers/lr_"$TAG"/m*; do
     [ -d "$d" ] && figures "$d" docs/p1_levers "$(basename "$(dirname "$d")")_$(basename "$d")" p1-gamma p1-curves
 done

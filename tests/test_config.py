@@ -151,6 +151,21 @@ def test_m30_e210_pair_is_two_runs_of_that_sweep():
     assert [whole[r] for r in pair] == [(1.2, 3), (0.3, 1)]
 
 
+def test_best_rates_e210_sweep_is_p1s_full_schedule_at_the_best_epoch_27_rates():
+    """configs/sweeps/p1_best_rates_e210.toml: configs/p1/cbook.toml to epoch 210 at the rates where our seeds read
+    best at epoch 27 (γ 1.2: peak 1.75e-4, m = 17.5; γ 0.3: 2e-4, m = 20) × seeds 1-3, bf16, evaluated every 3."""
+    from anchorlab.sweep import load_sweep
+
+    cbook = load_config(CONFIGS / "p1" / "cbook.toml")
+    configs = load_sweep(CONFIGS / "sweeps" / "p1_best_rates_e210.toml").configs()
+    got = sorted((c.init.gamma, round(c.train.lr * c.train.lr_multiplier, 9), c.seeds.data_seed) for _, c in configs)
+    assert got == [(0.3, 2e-4, s) for s in (1, 2, 3)] + [(1.2, 1.75e-4, s) for s in (1, 2, 3)]
+    for _, c in configs:
+        t = c.train
+        assert (t.epochs, t.warmup_epochs, t.cosine_epochs, t.eval_every, t.precision) == (210, 10, 200, 3, "bf16")
+        assert c.model == cbook.model and c.task == cbook.task and c.seeds.init_seed == c.seeds.data_seed
+
+
 def test_both_sides_sweep_is_the_paper_config_at_two_gammas_and_three_seeds():
     """configs/sweeps/p1_both_sides.toml (`anchorlab reproduce p1-both-sides-m20`): configs/p1/cbook.toml itself at
     γ 0.5 and 0.8 × seeds 1-3 (data, init and order), fp32, 27 epochs, evaluated every 3; nothing else moved."""

@@ -1,6 +1,7 @@
 """experiments/gpu_p1_m30_e210.sh (P1's 210-epoch protocol in one device call) checks the CUDA graph on the device
-first and trains the sweep with it only if its fp32 test (as eager, to 1e-4) passed there; a second call on the
-warm machine skips the checks and keeps the first call's choice. Run with a stand-in for Python that trains nothing."""
+first and trains with it only if its fp32 test (as eager, to 1e-4) passed there; a second call on the warm machine
+skips the checks and keeps the first call's choice; both sweeps (m = 30, then the best rates) train the same way.
+Run with a stand-in for Python that trains nothing."""
 
 from __future__ import annotations
 
@@ -31,17 +32,18 @@ def test_the_sweep_uses_the_graph_only_once_it_passed_on_the_device(tmp_path, pa
     fake.chmod(0o755)
     log = tmp_path / "calls.log"
     env = {"PATH": "/usr/bin:/bin", "PY": str(fake), "LOG": str(log), "FAKE_PASS": "1" if passes else "0",
-           "OUT": str(tmp_path / "out"), "RUNS": str(tmp_path / "runs"), "LIMIT": "60"}
+           "OUT": str(tmp_path / "out"), "RUNS": str(tmp_path / "runs"), "LIMIT": "300"}
     for call in (1, 2):
         done = subprocess.run(["bash", str(ROOT / "experiments" / "gpu_p1_m30_e210.sh")], env=env, cwd=ROOT,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         calls = log.read_text().splitlines()
-        sweeps = [c for c in calls if " sweep " in f" {c} " and "--dry-run" not in c]
-        assert len(sweeps) == call
-        assert sweeps[-1].split("sweep ", 1)[1].startswith("configs/sweeps/p1_m30_e210.toml")
-        assert "--batch-models 6" in sweeps[-1]
-        assert ("--set train.cuda_graph=true" in sweeps[-1]) is passes
+        sweeps = [c.split("sweep ", 1)[1] for c in calls if " sweep " in f" {c} " and "--dry-run" not in c]
+        assert len(sweeps) == 2 * call  # the 210-epoch protocol at m = 30, then at the best rates (time left)
+        assert sweeps[-2].startswith("configs/sweeps/p1_m30_e210.toml")
+        assert sweeps[-1].startswith("configs/sweeps/p1_best_rates_e210.toml")
+        for sweep in sweeps[-2:]:
+            assert "--batch-models 6" in sweep and ("--set train.cuda_graph=true" in sweep) is passes
         assert sum(" pytest " in f" {c} " for c in calls) == 1  # the checks run on the first call only
         assert sum("benchmarks.throughput" in c for c in calls) == 1
         assert (tmp_path / "out" / "p1_gpu_next.tar.gz").is_file()
