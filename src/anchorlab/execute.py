@@ -37,7 +37,6 @@ def run_all(jobs: Sequence[tuple[Any, str | Path]], workers: int = 1, show_progr
     """
     backend = backend or ("local" if workers <= 1 else "process")
     batch_models = _check_batch_models(jobs, backend, batch_models)
-    _check_cuda_graph(jobs, backend)
     if backend not in BACKENDS:
         raise ConfigError(f"backend: unknown {backend!r}; allowed: {', '.join(BACKENDS)}")
     todo_jobs: list[Job] = [(c, Path(d)) for c, d in jobs]
@@ -73,7 +72,8 @@ def run_all(jobs: Sequence[tuple[Any, str | Path]], workers: int = 1, show_progr
 
 def _check_batch_models(jobs: Sequence[tuple[Any, str | Path]], backend: str, batch_models: int | None) -> int:
     """``batch_models`` checked against the jobs and back-end, or its default (16 for anchor-task runs on a
-    GPU in this process, else 1)."""
+    GPU in this process, else 1); a ``train.cuda_graph`` run checked too (:func:`_check_cuda_graph`)."""
+    _check_cuda_graph(jobs, backend)
     stackable = all(kinds.kind_of(c).name == "anchor" for c, _ in jobs)  # stacked training is anchor-task only
     if batch_models is None:
         return 16 if backend == "local" and stackable and any(_on_cuda(c) for c, _ in jobs) else 1
@@ -161,7 +161,6 @@ def run_sweep(spec: Any, out: str | Path, *, workers: int, backend: str = "proce
                         gpus_per_run=gpus_per_run, max_retries=max_retries)
     out = Path(out)
     _check_batch_models([(cfg, out) for _, cfg in spec.configs()], backend, batch_models)
-    _check_cuda_graph([(cfg, out) for _, cfg in spec.configs()], backend)
     rows = plan(spec, out)  # the first file written
     if backend == "ray":
         options = ray_backend.options(address, gpus_per_run, 3 if max_retries is None else max_retries, workers)

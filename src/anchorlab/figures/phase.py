@@ -128,9 +128,10 @@ def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = 
     found = [(d, cfg) for d in run_dirs if (cfg := _composite_config(d)) is not None]
     for (d, cfg), varied in zip(found, _varied([cfg for _, cfg in found]), strict=True):
         done = (d / rundir.SUMMARY).is_file()
-        last = rundir.read_json(d / rundir.SUMMARY) if done else (rundir.read_metrics(d) or [{}])[-1]
         if epoch is not None:
             last, done = _at_epoch(d, epoch, done)
+        else:
+            last = rundir.read_json(d / rundir.SUMMARY) if done else (rundir.read_metrics(d) or [{}])[-1]
         if f"unseen_inferential_acc{sfx}" not in last:
             continue
         if use_best_epoch:
