@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
-# One device call (issue 16): P1's full 210-epoch schedule at its top grid rate (m = 30), both ends of the γ line ×
-# our data seeds 1-3 (configs/sweeps/p1_m30_e210.toml), as one batched group of 6, each step replayed as one CUDA
-# graph (train.cuda_graph) once the graph has been checked on this device:
+# One device call (issue 16): P1's full 210-epoch schedule, both ends of the γ line × our data seeds 1-3, as
+# batched groups of 6, each step replayed as one CUDA graph (train.cuda_graph) once the graph has been checked on
+# this device. Two jobs: configs/sweeps/p1_best_rates_e210.toml (the rates where our seeds read best at epoch 27:
+# γ 1.2 at m = 17.5, γ 0.3 at m = 20) and configs/sweeps/p1_m30_e210.toml (P1's top grid rate, m = 30), in that
+# order (FIRST=m30 for the other), the second with the time the first leaves:
 #  1. tests/test_cuda_graph.py (a graphed group trains as the eager one, across a resumed session: bit for bit in
 #     fp32 and bf16, and to 1e-4 in fp32): log in $OUT/cuda_graph_tests.log; the sweep uses the graph only if the
-#     fp32 test to 1e-4 passes (bit for bit or not, the step's arithmetic is then the graph's to keep);
-#  2. benchmarks/throughput.py at the paper config, K = 6, eager (d) against graphed (f), in $OUT/throughput.json;
-#  3. the sweep, until LIMIT;
-#  4. with the time left, configs/sweeps/p1_best_rates_e210.toml (the same schedule at the rates where our seeds
-#     read best at epoch 27: γ 1.2 at m = 17.5, γ 0.3 at m = 20), one group of 6 likewise.
-# Why the graph: on one H200 a batched step of this model took ~16-17 ms whether it carried 2 or 6 runs
-# (docs/performance.md), i.e. it is bound by launching kernels, and one session's 15 minutes of device time
-# trained 2 runs only to epoch 132 of 210 (2026-11-28: γ 1.2 seed 3 and γ 0.3 seed 1,
-# configs/sweeps/p1_m30_e210_pair.toml, docs/p1_levers/m30_e210_h200_bf16/). Eager, 6 runs reach the same epoch
-# in the same time. With the graph the runs' ids differ from the eager sweep's (train.cuda_graph is hashed when set).
+#     fp32 test to 1e-4 passes (bit for bit or not, the step's arithmetic is then the graph's to keep). Passed on
+#     one H200 on 2026-11-28, all four tests;
+#  2. benchmarks/eval_cost.py at the paper config, K = 6: what each evaluation's parts cost in batched steps
+#     (2026-11-28: an epoch with evaluation took ~5 s longer than one without, ~26 % of the wall time), in
+#     $OUT/eval_cost.json (the graph's throughput was measured on 2026-11-28: docs/performance.md);
+#  3. the first job, until LIMIT; 4. the second, with the time left.
+# Across sessions: one session's 15 minutes of device time take a group of 6 to about epoch 108 of 210
+# (2026-11-28, m = 30: docs/p1_levers/m30_e210_h200_bf16_k6/), and a new machine starts bare. So each call sends
+# back the resume states of two of the first job's runs (BACK, default "g1.2_s1 g1.2_s2": 32.8 MB each, two fit
+# in the 64 MiB a call returns; a finished run sends its last weights instead), and the ingest sets them up as
+# runs/gpu_back/<job>/<run id>/. The next session's call, run with carry ["runs/gpu_back"], continues those runs
+# first, as their own group (~9 min for the 102 epochs left at ~13 ms a step), then trains the rest. A run so
+# continued rounds in a group of 2 from there on (its sessions.jsonl names each session's group).
 # It stops itself LIMIT seconds after it starts (default 540, inside the device's 10-minute limit); called again
 # on a warm machine, the runs resume from their last checkpoint (every 3 epochs) and the checks are skipped.
-# A device run's resume state cannot come back, so a new machine trains them from step 0.
 #   device run:   bash experiments/gpu_p1_m30_e210.sh        (timeout_s 600; again at once with LIMIT=...)
+#                 (carry ["runs/gpu_back"] when an earlier session's resume states are there)
 #   here, after:  bash experiments/ingest_gpu_next.sh FILES_AT h200_bf16_k6
-# What comes back: the runs' small outputs as $OUT/p1_gpu_next.tar.gz, and the γ 1.2 runs' last weights as
-# $OUT/e210_g1.2_sN_step_*.safetensors (three files of ~11 MB; the ingest sets them up as runs under
-# runs/p1_m30_e210_weights/). The best-rate runs bring back their records only ($OUT: 8 files, 64 MiB at most).
+# What comes back: the runs' small outputs as $OUT/p1_gpu_next.tar.gz, and back__<job>__gG_sN.safetensors (resume
+# states) or last__<job>__gG_sN_step_*.safetensors (last weights of a finished run).
 # Set LIMIT (seconds) to stop earlier; PY (default python3); SWEEP and K for another part of the experiment
-# (SWEEP=configs/sweeps/p1_m30_e210_pair.toml K=2 repeats 2026-11-28's call); GRAPH=0 to train eagerly.
+# (SWEEP=configs/sweeps/p1_m30_e210_pair.toml K=2 FIRST=m30 repeats 2026-11-28's first call); GRAPH=0 to train
+# eagerly.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source experiments/gpu_call.sh  # OUT LIMIT PY REF RUNS, left, cli, cli_until_limit; prints the machine
@@ -39,30 +44,52 @@ if [ -z "$GRAPH" ]; then
         GRAPH=0
     fi
     echo "$GRAPH" > "$RUNS/gpu_next/graph_checked"
-    PYTHONPATH=src:. timeout 150 "$PY" -m benchmarks.throughput --config configs/p1/cbook.toml --device cuda \
-        --k 6 --rows a,d,f --steps 40 --repeats 1 --out "$OUT/throughput.json" 2>&1 | tail -n 12
+    PYTHONPATH=src:. timeout 120 "$PY" -m benchmarks.eval_cost --config configs/p1/cbook.toml \
+        --set train.precision=bf16 --set train.eval_every=3 --set train.checkpoint_every=3 --device cuda --k 6 \
+        --out "$OUT/eval_cost.json" 2>&1 | tail -n 8
 fi
 GRAPH_SET=()
 [ "$GRAPH" = 1 ] && GRAPH_SET=(--set train.cuda_graph=true)
 echo "training with train.cuda_graph=$([ "$GRAPH" = 1 ] && echo true || echo false)"
 BEST=configs/sweeps/p1_best_rates_e210.toml
-for job in "$SWEEP:p1_m30_e210:e210" "$BEST:p1_best_rates_e210:"; do  # weights of the first job only: $OUT
-    # holds at most 8 files and 64 MiB
-    IFS=: read -r sweep name prefix <<< "$job"
+# Runs carried in (the `run` tool's carry: ["runs/gpu_back"], set up here by ingest_gpu_next.sh from an earlier
+# session's resume states): each continues where it stopped, as a group of its own (the sweep trains the runs
+# of one starting epoch together), before the job's other runs. A warm machine's own copy is newer: kept.
+for r in "${GPU_BACK:-runs/gpu_back}"/*/*/; do
+    [ -f "$r/config.json" ] || continue
+    dest=$RUNS/gpu_next/$(basename "$(dirname "$r")")/$(basename "$r")
+    [ -e "$dest" ] && continue
+    mkdir -p "$(dirname "$dest")" && cp -r "$r" "$dest" && rm -f "$dest/LOCK"
+    echo "carried in: $dest, from epoch $(tail -n 1 "$dest/epochs.jsonl" | cut -d, -f1 | tr -dc 0-9)"
+done
+if [ "${FIRST:-best}" = best ]; then JOBS=("$BEST:p1_best_rates_e210" "$SWEEP:p1_m30_e210")
+else JOBS=("$SWEEP:p1_m30_e210" "$BEST:p1_best_rates_e210"); fi
+# The first job's runs named in BACK (gG_sN) send their resume state back (32.8 MB each: two fit in the 64 MiB a
+# call returns), so a later session continues them (the ingest puts them under runs/gpu_back/).
+BACK=${BACK:-g1.2_s1 g1.2_s2}
+first=1
+for job in "${JOBS[@]}"; do
+    IFS=: read -r sweep name <<< "$job"
     dir=$RUNS/gpu_next/$name
-    if [ "$sweep" = "$BEST" ] && [ "$(left)" -le 90 ]; then echo "no time left for $name"; continue; fi
+    if [ "$first" = 0 ] && [ "$(left)" -le 90 ]; then echo "no time left for $name"; continue; fi
     cli_until_limit sweep "$sweep" --out "$dir" --backend local --batch-models "$K" "${GRAPH_SET[@]}" \
         || echo "$name stopped (rc $?): resumable"
-    cli sweep "$sweep" --out "$dir" "${GRAPH_SET[@]}" --dry-run | tail -7
+    cli sweep "$sweep" --out "$dir" --backend local "${GRAPH_SET[@]}" --dry-run | tail -7
     for r in "$dir"/*/; do
         [ -f "$r/config.json" ] || continue
         echo "$(basename "$r"): $(tail -n 1 "$r/metrics.jsonl" 2>/dev/null | cut -c1-200)"
-        # the small-init runs' last weights (~11 MB each; not resume states), for key-by-key figures here
         gs=$("$PY" -c 'import json, sys; c = json.load(open(sys.argv[1]))
 print("g%g_s%d" % (c["init"]["gamma"], c["seeds"]["data_seed"]))' "$r/config.json" 2>/dev/null)
-        last=$(ls "$r"/checkpoints/step_*.safetensors 2>/dev/null | tail -1)
-        case "$prefix:$gs" in ?*:g1.2_s*) [ -n "$last" ] && cp "$last" "$OUT/${prefix}_${gs}_$(basename "$last")" ;; esac
+        resume=$r/checkpoints/resume.safetensors
+        [ "$first" = 1 ] && [[ " $BACK " == *" $gs "* ]] || continue
+        if [ -f "$r/DONE" ]; then  # finished: its last weights (~11 MB), for the figures here
+            last=$(ls "$r"/checkpoints/step_*.safetensors 2>/dev/null | tail -1)
+            [ -n "$last" ] && cp "$last" "$OUT/last__${name}__${gs}_$(basename "$last")"
+        elif [ -f "$resume" ]; then
+            cp "$resume" "$OUT/back__${name}__${gs}.safetensors"
+        fi
     done
+    first=0
 done
 tar czf "$OUT/p1_gpu_next.tar.gz" --exclude=checkpoints --exclude='resume*' -C "$RUNS" gpu_next
 ls -la "$OUT"

@@ -189,6 +189,47 @@ EOF
 }
 weights_to_runs ep60 docs/p1_frontier/epochs60 runs/p1_frontier_epochs60_weights
 weights_to_runs e210 "docs/p1_levers/m30_e210_$TAG" runs/p1_m30_e210_weights
+# experiments/gpu_p1_m30_e210.sh since 2026-11-28 (second session): back__<job>__gG_sN.safetensors, a run's resume
+# state, becomes GPU_BACK/<job>/<run id>/ (its records from the tar, the state as its resume file), for the next
+# session's call to continue (carry ["runs/gpu_back"]); its weights, and last__<job>__gG_sN_step_S.safetensors
+# (a finished run's), become runs/<job>_weights/<run id>/ (records and one checkpoint) for the figures.
+"${PYBIN:-.venv/bin/python}" - "$SRC" "$G" "${GPU_BACK:-runs/gpu_back}" <<'EOF'
+import json, pathlib, shutil, sys
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+src, tar_runs, back = map(pathlib.Path, sys.argv[1:4])
+def run_of(job, gs):
+    g, s = gs[1:].split("_s")
+    for p in sorted((tar_runs / job).glob("*/config.json")):
+        c = json.loads(p.read_text())
+        if c["init"]["gamma"] == float(g) and c["seeds"]["data_seed"] == int(s):
+            return p.parent
+def records(run, dest):
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(run, dest, ignore=shutil.ignore_patterns("LOCK", "checkpoints"))
+    (dest / "checkpoints").mkdir()
+for f in sorted(src.glob("back__*__*.safetensors")) + sorted(src.glob("last__*__*.safetensors")):
+    kind, job, rest = f.stem.split("__")
+    gs = rest.split("_step_")[0]
+    run = run_of(job, gs)
+    if run is None:
+        print(f"no run for {f.name}")
+        continue
+    with safe_open(str(f), "pt") as h:
+        meta = h.metadata() or {}
+    step = int(meta["step"]) if kind == "back" else int(rest.split("_step_")[1])
+    if kind == "back":
+        records(run, back / job / run.name)
+        shutil.copy(f, back / job / run.name / "checkpoints" / "resume.safetensors")
+        print(f"{back / job / run.name}: resume state at epoch {meta['epoch']} ({gs}), for the next call")
+        weights = {k[len("model."):]: v for k, v in load_file(str(f)).items() if k.startswith("model.")}
+    else:
+        weights = load_file(str(f))
+    d = pathlib.Path("runs") / f"{job}_weights" / run.name
+    records(run, d)
+    save_file(weights, str(d / "checkpoints" / f"step_{step:07d}.safetensors"), metadata={"step": str(step)})
+    print(f"{d}: the weights at step {step} ({gs})")
+EOF
 # the frontier at a glance, redrawn over every committed point (docs/p1_frontier.md)
 if [ "${#copied[@]}" -gt 0 ]; then
     "$AL" figure p1-frontier docs/p1_frontier/points.toml --out docs/p1_frontier >/dev/null

@@ -52,3 +52,31 @@ def test_report_benchmark_runs(tmp_path):
     assert json.loads((tmp_path / "b.json").read_text()) == r
     assert r["report"]["figures"] == 8 and r["report"]["bytes"] > 0 and r["report"]["wall_s"] > 0
     assert r["baseline_figure_s"] > 0 and r["report_in_baseline_figures"] > 0
+
+
+def test_eval_cost_times_each_part_against_the_batched_step(tmp_path):
+    """benchmarks/eval_cost.py times the evaluation's parts in batched steps (speed is not asserted); the share
+    counts a save part by its own period: with checkpoints every epoch and evaluation every 2 epochs, a
+    checkpoint counts twice per window."""
+    from benchmarks import eval_cost
+
+    sets = ["model.d_model=32", "model.d_head=8", "model.d_mlp=64", "task.data_size=2000", "train.batch_size=20",
+            "train.eval_every=2", "train.checkpoint_every=1"]
+    out = tmp_path / "cost.json"
+    r = eval_cost.main(["--k", "2", "--steps", "2", "--repeats", "1", "--out", str(out),
+                        *[a for s in sets for a in ("--set", s)]])
+    assert json.loads(out.read_text()) == r
+    assert set(r["seconds"]) == set(eval_cost.PARTS) and all(s > 0 for s in r["seconds"].values())
+    step, sec = r["batched_step_seconds"], r["seconds"]
+    assert r["steps"]["readouts"] == pytest.approx(sec["readouts"] / step)
+    window = 2 * (sec["evaluate"] + sec["mechanism_scalars"] + sec["readouts"] + 2 * sec["save_checkpoint"]
+                  + sec["save_resume"] * 2 / r["resume_every"])
+    assert r["share"] == pytest.approx(window / (window + 2 * r["steps_per_epoch"] * step))
+
+
+def test_eval_cost_refuses_an_unknown_part(capsys):
+    from benchmarks import eval_cost
+
+    with pytest.raises(SystemExit) as e:
+        eval_cost.main(["--parts", "evaluate,plots"])
+    assert e.value.code == 2 and "--parts: plots; allowed: evaluate," in capsys.readouterr().err

@@ -1,10 +1,12 @@
-"""experiments/gpu_p1_m30_e210.sh (P1's 210-epoch protocol in one device call) checks the CUDA graph on the device
+"""experiments/gpu_p1_m30_e210.sh (P1's 210-epoch protocol in device calls) checks the CUDA graph on the device
 first and trains with it only if its fp32 test (as eager, to 1e-4) passed there; a second call on the warm machine
-skips the checks and keeps the first call's choice; both sweeps (m = 30, then the best rates) train the same way.
-Run with a stand-in for Python that trains nothing."""
+skips the checks and keeps the first call's choice; both sweeps (the best rates, then m = 30) train the same way.
+Across sessions it sends back the resume states of the first job's runs named in BACK and continues runs carried
+in. Run with a stand-in for Python that trains nothing."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,38 +15,88 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_PY = """#!/usr/bin/env bash
-# a stand-in for python: logs each call; pytest "passes" the fp32 graph test when FAKE_PASS is 1
+# a stand-in for python: logs each call; pytest "passes" the fp32 graph test when FAKE_PASS is 1; the script's
+# one-liners that read a config.json run in the real python
 echo "$*" >> "$LOG"
-[ "$1" = "-c" ] && { echo "torch (stand-in)"; exit 0; }
+if [ "$1" = "-c" ]; then case "$2" in *json*) exec python3 "$@" ;; *) echo "torch (stand-in)"; exit 0 ;; esac; fi
 if [ "$2" = pytest ] && [ "$FAKE_PASS" = 1 ]; then
     echo "PASSED tests/test_cuda_graph.py::test_a_graphed_group_trains_as_the_eager_one_up_to_rounding"
 fi
 exit 0
 """
+NEEDS = pytest.mark.skipif(any(shutil.which(t) is None for t in ("bash", "tar", "timeout", "grep", "python3")),
+                           reason="needs bash, tar, timeout, grep and python3")
 
 
-@pytest.mark.skipif(any(shutil.which(t) is None for t in ("bash", "tar", "timeout", "grep")),
-                    reason="needs bash, tar, timeout and grep")
+def run_script(tmp_path: Path, passes: bool = True, **extra: str) -> subprocess.CompletedProcess:
+    fake = tmp_path / "python"
+    if not fake.exists():
+        fake.write_text(FAKE_PY)
+        fake.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "PY": str(fake), "LOG": str(tmp_path / "calls.log"),
+           "FAKE_PASS": "1" if passes else "0", "OUT": str(tmp_path / "out"), "RUNS": str(tmp_path / "runs"),
+           "LIMIT": "300", "GPU_BACK": str(tmp_path / "back"), **extra}
+    done = subprocess.run(["bash", str(ROOT / "experiments" / "gpu_p1_m30_e210.sh")], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def fake_run(d: Path, gamma: float, seed: int, done: bool = False) -> Path:
+    """A run directory as a device session leaves it: records, a resume state or (finished) checkpoints."""
+    (d / "checkpoints").mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps({"init": {"gamma": gamma}, "seeds": {"data_seed": seed}}))
+    (d / "epochs.jsonl").write_text('{"epoch": 3, "step": 1110}\n{"epoch": 4, "step": 1480}\n')
+    (d / "LOCK").write_text("{}")
+    if done:
+        (d / "DONE").write_text("")
+        (d / "checkpoints" / "step_0077700.safetensors").write_text("weights")
+    else:
+        (d / "checkpoints" / "resume.safetensors").write_text(f"state {gamma} {seed}")
+    return d
+
+
+@NEEDS
 @pytest.mark.parametrize("passes", [True, False])
 def test_the_sweep_uses_the_graph_only_once_it_passed_on_the_device(tmp_path, passes):
-    fake = tmp_path / "python"
-    fake.write_text(FAKE_PY)
-    fake.chmod(0o755)
     log = tmp_path / "calls.log"
-    env = {"PATH": "/usr/bin:/bin", "PY": str(fake), "LOG": str(log), "FAKE_PASS": "1" if passes else "0",
-           "OUT": str(tmp_path / "out"), "RUNS": str(tmp_path / "runs"), "LIMIT": "300"}
     for call in (1, 2):
-        done = subprocess.run(["bash", str(ROOT / "experiments" / "gpu_p1_m30_e210.sh")], env=env, cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
+        run_script(tmp_path, passes)
         calls = log.read_text().splitlines()
         sweeps = [c.split("sweep ", 1)[1] for c in calls if " sweep " in f" {c} " and "--dry-run" not in c]
-        assert len(sweeps) == 2 * call  # the 210-epoch protocol at m = 30, then at the best rates (time left)
-        assert sweeps[-2].startswith("configs/sweeps/p1_m30_e210.toml")
-        assert sweeps[-1].startswith("configs/sweeps/p1_best_rates_e210.toml")
+        assert len(sweeps) == 2 * call  # the 210-epoch protocol at the best rates, then at m = 30 (time left)
+        assert sweeps[-2].startswith("configs/sweeps/p1_best_rates_e210.toml")
+        assert sweeps[-1].startswith("configs/sweeps/p1_m30_e210.toml")
         for sweep in sweeps[-2:]:
             assert "--batch-models 6" in sweep and ("--set train.cuda_graph=true" in sweep) is passes
+        dry = [c for c in calls if "--dry-run" in c]  # the graph needs the local backend in a dry run too
+        assert dry and all("--backend local" in c for c in dry)
         assert sum(" pytest " in f" {c} " for c in calls) == 1  # the checks run on the first call only
-        assert sum("benchmarks.throughput" in c for c in calls) == 1
+        assert sum("benchmarks.eval_cost" in c for c in calls) == 1
         assert (tmp_path / "out" / "p1_gpu_next.tar.gz").is_file()
     assert (tmp_path / "runs" / "gpu_next" / "graph_checked").read_text().strip() == ("1" if passes else "0")
+
+
+@NEEDS
+def test_resume_states_of_the_first_jobs_named_runs_come_back_and_carried_runs_continue(tmp_path):
+    best = tmp_path / "runs" / "gpu_next" / "p1_best_rates_e210"
+    fake_run(best / "aaa", 1.2, 1)
+    fake_run(best / "bbb", 1.2, 2, done=True)
+    fake_run(best / "ccc", 1.2, 3)
+    fake_run(best / "ddd", 0.3, 1)
+    fake_run(tmp_path / "runs" / "gpu_next" / "p1_m30_e210" / "eee", 1.2, 1)  # the second job's: not sent
+    carried = fake_run(tmp_path / "back" / "p1_best_rates_e210" / "fff", 1.2, 1)
+    kept = fake_run(tmp_path / "back" / "p1_best_rates_e210" / "aaa", 1.2, 1)  # a warm machine's copy is newer
+    (kept / "checkpoints" / "resume.safetensors").write_text("older")
+    out = run_script(tmp_path).stdout
+    sent = sorted(p.name for p in (tmp_path / "out").glob("*__*"))
+    assert sent == ["back__p1_best_rates_e210__g1.2_s1.safetensors",
+                    "last__p1_best_rates_e210__g1.2_s2_step_0077700.safetensors"]
+    assert (tmp_path / "out" / sent[0]).read_text() == "state 1.2 1"  # the machine's own, not the carried copy
+    continued = best / "fff"
+    assert (continued / "checkpoints" / "resume.safetensors").read_text() == "state 1.2 1"
+    assert not (continued / "LOCK").exists() and (carried / "LOCK").exists()
+    assert f"carried in: {continued}, from epoch 4" in out
+    sent_m30 = run_script(tmp_path, FIRST="m30", BACK="g1.2_s1").stdout  # the other order, one run sent
+    assert "no time left" not in sent_m30
+    assert (tmp_path / "out" / "back__p1_m30_e210__g1.2_s1.safetensors").read_text() == "state 1.2 1"
