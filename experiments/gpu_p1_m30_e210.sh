@@ -14,18 +14,20 @@
 #  3. the first job, until LIMIT; 4. the second, with the time left.
 # Across sessions: one session's 15 minutes of device time take a group of 6 to about epoch 108 of 210
 # (2026-11-28, m = 30: docs/p1_levers/m30_e210_h200_bf16_k6/), and a new machine starts bare. So each call sends
-# back the resume states of two of the first job's runs (BACK, default "g1.2_s1 g1.2_s2": 32.8 MB each, two fit
-# in the 64 MiB a call returns; a finished run sends its last weights instead), and the ingest sets them up as
-# runs/gpu_back/<job>/<run id>/. The next session's call, run with carry ["runs/gpu_back"], continues those runs
-# first, as their own group (~9 min for the 102 epochs left at ~13 ms a step), then trains the rest. A run so
-# continued rounds in a group of 2 from there on (its sessions.jsonl names each session's group).
+# back the resume state of one of the first job's runs (BACK, default g1.2_s1: 32.8 MB in three parts of at most
+# 15 MiB and a checksum; a finished run sends its last weights instead), and the ingest sets it up as
+# runs/gpu_back/<job>/<run id>/. The next session's call, run with carry ["runs/gpu_back"] (the working tree and
+# what is carried travel in 64 MiB: one run's state fits), continues that run first, alone (~102 epochs left:
+# ~8 min at ~13 ms a step), then trains the rest. A run so continued rounds in a group of 1 from there on (its
+# sessions.jsonl names each session's group).
 # It stops itself LIMIT seconds after it starts (default 540, inside the device's 10-minute limit); called again
 # on a warm machine, the runs resume from their last checkpoint (every 3 epochs) and the checks are skipped.
 #   device run:   bash experiments/gpu_p1_m30_e210.sh        (timeout_s 600; again at once with LIMIT=...)
 #                 (carry ["runs/gpu_back"] when an earlier session's resume states are there)
 #   here, after:  bash experiments/ingest_gpu_next.sh FILES_AT h200_bf16_k6
-# What comes back: the runs' small outputs as $OUT/p1_gpu_next.tar.gz, and back__<job>__gG_sN.safetensors (resume
-# states) or last__<job>__gG_sN_step_*.safetensors (last weights of a finished run).
+# What comes back: the runs' small outputs as $OUT/p1_gpu_next.tar.gz, and back__<job>__gG_sN.safetensors.partNN
+# with back__<job>__gG_sN.sha256 (a resume state) or last__<job>__gG_sN_step_*.safetensors (a finished run's last
+# weights).
 # Set LIMIT (seconds) to stop earlier; PY (default python3); SWEEP and K for another part of the experiment
 # (SWEEP=configs/sweeps/p1_m30_e210_pair.toml K=2 FIRST=m30 repeats 2026-11-28's first call); GRAPH=0 to train
 # eagerly.
@@ -64,9 +66,10 @@ for r in "${GPU_BACK:-runs/gpu_back}"/*/*/; do
 done
 if [ "${FIRST:-best}" = best ]; then JOBS=("$BEST:p1_best_rates_e210" "$SWEEP:p1_m30_e210")
 else JOBS=("$SWEEP:p1_m30_e210" "$BEST:p1_best_rates_e210"); fi
-# The first job's runs named in BACK (gG_sN) send their resume state back (32.8 MB each: two fit in the 64 MiB a
-# call returns), so a later session continues them (the ingest puts them under runs/gpu_back/).
-BACK=${BACK:-g1.2_s1 g1.2_s2}
+# The first job's run named in BACK (gG_sN) sends its resume state back, so a later session continues it (the
+# ingest puts it under runs/gpu_back/). One run: its 32.8 MB, carried in beside the ~26 MB working tree, is what
+# fits in the 64 MiB a call takes along.
+BACK=${BACK:-g1.2_s1}
 first=1
 for job in "${JOBS[@]}"; do
     IFS=: read -r sweep name <<< "$job"
@@ -85,8 +88,9 @@ print("g%g_s%d" % (c["init"]["gamma"], c["seeds"]["data_seed"]))' "$r/config.jso
         if [ -f "$r/DONE" ]; then  # finished: its last weights (~11 MB), for the figures here
             last=$(ls "$r"/checkpoints/step_*.safetensors 2>/dev/null | tail -1)
             [ -n "$last" ] && cp "$last" "$OUT/last__${name}__${gs}_$(basename "$last")"
-        elif [ -f "$resume" ]; then
-            cp "$resume" "$OUT/back__${name}__${gs}.safetensors"
+        elif [ -f "$resume" ]; then  # in parts of 15 MiB (a returned file is 16 MiB at most), with its checksum
+            split -b 15M -d "$resume" "$OUT/back__${name}__${gs}.safetensors.part"
+            (cd "$(dirname "$resume")" && sha256sum resume.safetensors) > "$OUT/back__${name}__${gs}.sha256"
         fi
     done
     first=0

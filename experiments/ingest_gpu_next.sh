@@ -189,15 +189,23 @@ EOF
 }
 weights_to_runs ep60 docs/p1_frontier/epochs60 runs/p1_frontier_epochs60_weights
 weights_to_runs e210 "docs/p1_levers/m30_e210_$TAG" runs/p1_m30_e210_weights
-# experiments/gpu_p1_m30_e210.sh since 2026-11-28 (second session): back__<job>__gG_sN.safetensors, a run's resume
-# state, becomes GPU_BACK/<job>/<run id>/ (its records from the tar, the state as its resume file), for the next
-# session's call to continue (carry ["runs/gpu_back"]); its weights, and last__<job>__gG_sN_step_S.safetensors
-# (a finished run's), become runs/<job>_weights/<run id>/ (records and one checkpoint) for the figures.
-"${PYBIN:-.venv/bin/python}" - "$SRC" "$G" "${GPU_BACK:-runs/gpu_back}" <<'EOF'
+# experiments/gpu_p1_m30_e210.sh since 2026-11-28 (second session): back__<job>__gG_sN.safetensors.partNN, a run's
+# resume state in parts, joined and checked against back__<job>__gG_sN.sha256, becomes GPU_BACK/<job>/<run id>/
+# (its records from the tar, the state as its resume file), for the next session's call to continue (carry
+# ["runs/gpu_back"]); its weights, and last__<job>__gG_sN_step_S.safetensors (a finished run's), become
+# runs/<job>_weights/<run id>/ (records and one checkpoint) for the figures.
+for sum in "$SRC"/back__*.sha256; do
+    [ -f "$sum" ] || continue
+    joined=${sum%.sha256}.safetensors
+    cat "${joined}".part* > "$tmp/resume.safetensors"
+    if (cd "$tmp" && sha256sum -c --quiet - < "$sum"); then mv "$tmp/resume.safetensors" "$tmp/$(basename "$joined")"
+    else echo "$(basename "$joined"): its parts do not give the state sent (checksum): not set up"; fi
+done
+"${PYBIN:-.venv/bin/python}" - "$SRC" "$G" "${GPU_BACK:-runs/gpu_back}" "$tmp" <<'EOF'
 import json, pathlib, shutil, sys
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
-src, tar_runs, back = map(pathlib.Path, sys.argv[1:4])
+src, tar_runs, back, joined = map(pathlib.Path, sys.argv[1:5])
 def run_of(job, gs):
     g, s = gs[1:].split("_s")
     for p in sorted((tar_runs / job).glob("*/config.json")):
@@ -208,7 +216,7 @@ def records(run, dest):
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(run, dest, ignore=shutil.ignore_patterns("LOCK", "checkpoints"))
     (dest / "checkpoints").mkdir()
-for f in sorted(src.glob("back__*__*.safetensors")) + sorted(src.glob("last__*__*.safetensors")):
+for f in sorted(joined.glob("back__*__*.safetensors")) + sorted(src.glob("last__*__*.safetensors")):
     kind, job, rest = f.stem.split("__")
     gs = rest.split("_step_")[0]
     run = run_of(job, gs)

@@ -6,6 +6,7 @@ in. Run with a stand-in for Python that trains nothing."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -88,15 +89,30 @@ def test_resume_states_of_the_first_jobs_named_runs_come_back_and_carried_runs_c
     carried = fake_run(tmp_path / "back" / "p1_best_rates_e210" / "fff", 1.2, 1)
     kept = fake_run(tmp_path / "back" / "p1_best_rates_e210" / "aaa", 1.2, 1)  # a warm machine's copy is newer
     (kept / "checkpoints" / "resume.safetensors").write_text("older")
-    out = run_script(tmp_path).stdout
+    out = run_script(tmp_path, BACK="g1.2_s1 g1.2_s2").stdout  # seed 2 has finished: its last weights come back
     sent = sorted(p.name for p in (tmp_path / "out").glob("*__*"))
-    assert sent == ["back__p1_best_rates_e210__g1.2_s1.safetensors",
+    assert sent == ["back__p1_best_rates_e210__g1.2_s1.safetensors.part00", "back__p1_best_rates_e210__g1.2_s1.sha256",
                     "last__p1_best_rates_e210__g1.2_s2_step_0077700.safetensors"]
     assert (tmp_path / "out" / sent[0]).read_text() == "state 1.2 1"  # the machine's own, not the carried copy
+    digest = hashlib.sha256(b"state 1.2 1").hexdigest()
+    assert (tmp_path / "out" / sent[1]).read_text() == f"{digest}  resume.safetensors\n"
     continued = best / "fff"
     assert (continued / "checkpoints" / "resume.safetensors").read_text() == "state 1.2 1"
     assert not (continued / "LOCK").exists() and (carried / "LOCK").exists()
     assert f"carried in: {continued}, from epoch 4" in out
     sent_m30 = run_script(tmp_path, FIRST="m30", BACK="g1.2_s1").stdout  # the other order, one run sent
     assert "no time left" not in sent_m30
-    assert (tmp_path / "out" / "back__p1_m30_e210__g1.2_s1.safetensors").read_text() == "state 1.2 1"
+    assert (tmp_path / "out" / "back__p1_m30_e210__g1.2_s1.safetensors.part00").read_text() == "state 1.2 1"
+
+
+@NEEDS
+def test_a_resume_state_comes_back_in_parts_of_at_most_15_mib(tmp_path):
+    """A returned file is 16 MiB at most: a 32.8 MB resume state comes back in three parts that join to it."""
+    run = fake_run(tmp_path / "runs" / "gpu_next" / "p1_best_rates_e210" / "aaa", 1.2, 1)
+    state = bytes(range(256)) * (32_800_000 // 256)
+    (run / "checkpoints" / "resume.safetensors").write_bytes(state)
+    run_script(tmp_path)
+    parts = sorted((tmp_path / "out").glob("back__*.part*"))
+    assert [p.name[-6:] for p in parts] == ["part00", "part01", "part02"]
+    assert all(p.stat().st_size <= 15 * 2**20 for p in parts)
+    assert b"".join(p.read_bytes() for p in parts) == state
