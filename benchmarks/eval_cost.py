@@ -35,7 +35,7 @@ import torch
 from anchorlab import rundir
 from anchorlab.analysis.embeddings import item_tokens
 from anchorlab.analysis.summary import logs_readouts, mechanism_scalars, readouts
-from anchorlab.config import RunConfig, load_config
+from anchorlab.config import CompositeTaskConfig, RunConfig, load_config
 from anchorlab.cpu import setup_cpu
 from anchorlab.metrics import evaluate
 from anchorlab.tasks import make_task_data
@@ -71,12 +71,13 @@ def part_seconds(cfg: RunConfig, device: torch.device, repeats: int, run_dir: Pa
     model(x[:2]).sum().backward()  # AdamW's moments exist, as in the resume file of a run under way
     opt.step()
     opt.zero_grad(set_to_none=True)
-    tokens = item_tokens(cfg.task)
+    tokens, task = item_tokens(cfg.task), cfg.task
     (run_dir / rundir.CKPT_DIR).mkdir(parents=True)
     parts: dict[str, Callable[[], Any] | None] = {
         "evaluate": lambda: evaluate(model, data, x, y, cfg.task, cfg.train.eval_batch_size, amp),
         "mechanism_scalars": lambda: mechanism_scalars(model, embed_tokens=tokens),
-        "readouts": (lambda: readouts(model, cfg.task)) if logs_readouts(cfg) else None,
+        "readouts": (lambda: readouts(model, task)) if isinstance(task, CompositeTaskConfig) and logs_readouts(cfg)
+        else None,
         "save_checkpoint": lambda: rundir.save_checkpoint(run_dir, model, 1, 1),
         "save_resume": lambda: rundir.save_resume(run_dir, model, opt, 1, 1),
     }

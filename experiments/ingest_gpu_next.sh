@@ -201,7 +201,7 @@ for sum in "$SRC"/back__*.sha256; do
     if (cd "$tmp" && sha256sum -c --quiet - < "$sum"); then mv "$tmp/resume.safetensors" "$tmp/$(basename "$joined")"
     else echo "$(basename "$joined"): its parts do not give the state sent (checksum): not set up"; fi
 done
-"${PYBIN:-.venv/bin/python}" - "$SRC" "$G" "${GPU_BACK:-runs/gpu_back}" "$tmp" <<'EOF'
+"${PY:-.venv/bin/python}" - "$SRC" "$G" "${GPU_BACK:-runs/gpu_back}" "$tmp" <<'EOF'
 import json, pathlib, shutil, sys
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file

@@ -65,6 +65,19 @@ def test_probe_input_and_flow_on_tiny_model(tiny_model):
     assert np.allclose(np.triu(flow, 1), 0.0)  # causal
 
 
+def test_a_batch_of_probe_inputs_gives_each_inputs_own_flow(tiny_model):
+    """probe_information_flows (the keys of the held-out pair in one forward, as training's readouts run them)
+    gives, input by input, what one forward of that input gives."""
+    from anchorlab.analysis.attention import probe_information_flows, probe_tokens
+
+    keys = [20, 57, 99]
+    flows = probe_information_flows(tiny_model, probe_tokens(TASK, keys, (4, 3)))
+    assert flows.shape == (3, 2, 9, 9)
+    for flow, k in zip(flows, keys):
+        np.testing.assert_allclose(flow, probe_information_flow(tiny_model, default_probe_input(TASK, k)), atol=1e-6)
+    assert not np.allclose(flows[0], flows[2], atol=1e-4)  # the keys' inputs differ, and so do their flows
+
+
 def test_greedy_groups_identical_and_orthogonal_neurons():
     W = np.array([[1.0, 0, 0], [0, 1.0, 0], [2.0, 0, 0], [0, 0, 1.0], [0, 3.0, 0.1]])
     C = neuron_cosine(W)

@@ -152,7 +152,8 @@ def test_fig3_flow_and_scores(runs, tmp_path):
     by_key = [mechanism_scores(probe_information_flow(model, default_probe_input(cfg.task, k, (4, 3))),
                                DEFAULT_KEY_POS)["symmetric"] for k in range(20, 100)]
     mine = next(r for r in every if r["run_id"] == Path(runs[0]).name and r["mechanism"] == "symmetric")
-    assert float(mine["weight"]) == pytest.approx(sum(by_key) / 80, abs=1e-9)
+    # the figure's mean runs the 80 keys as one batch: equal to one forward a key up to fp32 rounding
+    assert float(mine["weight"]) == pytest.approx(sum(by_key) / 80, abs=1e-6)
     edges = [r for r in rows if r["kind"] == "edge"]
     # causal softmax: every query's weights over keys sum to 1, in each layer, for each run
     for run in {r["run_id"] for r in edges}:

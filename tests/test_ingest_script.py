@@ -98,3 +98,55 @@ def test_ingest_sets_up_returned_weights_as_runs(tmp_path):
     assert (made / "run_s3" / "checkpoints" / "step_0077700.safetensors").read_bytes() == b"weights"
     assert json.loads((made / "run_s3" / "config.json").read_text())["seeds"]["data_seed"] == 3
     assert "the weights at step 77700 (γ 1.2 seed 3)" in done.stdout
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("bash", "tar", "python3", "sha256sum")),
+                    reason="needs bash, tar, python3 and sha256sum")
+@pytest.mark.parametrize("intact", [True, False])
+def test_ingest_joins_a_returned_resume_state_for_the_next_call(tmp_path, intact):
+    """back__<job>__gG_sN.safetensors.partNN (a run's resume state in parts) and its .sha256: joined and checked,
+    the state becomes GPU_BACK/<job>/<run id>/ (the run's records, no LOCK, the state as its resume file) and
+    its model weights a checkpoint under runs/<job>_weights/; parts that do not give the checksum are refused."""
+    import hashlib
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    tree = tmp_path / "tree"
+    (tree / "experiments").mkdir(parents=True)
+    shutil.copy(ROOT / "experiments" / "ingest_gpu_next.sh", tree / "experiments")
+    run = tmp_path / "back" / "gpu_next" / "p1_best_rates_e210" / "rid1"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"init": {"gamma": 1.2}, "seeds": {"data_seed": 1},
+                                                 "task": {}, "train": {}}))
+    for f in ("metrics.jsonl", "epochs.jsonl", "sessions.jsonl", "LOCK"):
+        (run / f).write_text("")
+    with tarfile.open(tmp_path / "p1_gpu_next.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "back" / "gpu_next", arcname="gpu_next")
+    state = {"model.embed.W_E": torch.arange(6.0).reshape(2, 3), "optim.embed.W_E.exp_avg": torch.ones(2, 3)}
+    save_file(state, str(tmp_path / "state.safetensors"), metadata={"step": "40040", "epoch": "108"})
+    raw = (tmp_path / "state.safetensors").read_bytes()
+    stem = tmp_path / "back__p1_best_rates_e210__g1.2_s1"
+    half = len(raw) // 2
+    Path(f"{stem}.safetensors.part00").write_bytes(raw[:half])
+    Path(f"{stem}.safetensors.part01").write_bytes(raw[half:] if intact else raw[half:-1] + b"X")
+    Path(f"{stem}.sha256").write_text(f"{hashlib.sha256(raw).hexdigest()}  resume.safetensors\n")
+    fake = tmp_path / "anchorlab"
+    fake.write_text(FAKE_AL)
+    fake.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "AL": str(fake), "LOG": str(tmp_path / "calls.log"), "PY": sys.executable}
+    done = subprocess.run(["bash", str(tree / "experiments" / "ingest_gpu_next.sh"), str(tmp_path), "h200_bf16_k6"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    carried = tree / "runs" / "gpu_back" / "p1_best_rates_e210" / "rid1"
+    weights = tree / "runs" / "p1_best_rates_e210_weights" / "rid1" / "checkpoints" / "step_0040040.safetensors"
+    if not intact:
+        assert "its parts do not give the state sent (checksum): not set up" in done.stdout
+        assert not carried.exists() and not weights.exists()
+        return
+    assert (carried / "checkpoints" / "resume.safetensors").read_bytes() == raw
+    assert sorted(p.name for p in carried.iterdir()) == ["checkpoints", "config.json", "epochs.jsonl",
+                                                         "metrics.jsonl", "sessions.jsonl"]  # no LOCK
+    assert list(load_file(str(weights))) == ["embed.W_E"]
+    torch.testing.assert_close(load_file(str(weights))["embed.W_E"], state["model.embed.W_E"])
+    assert "resume state at epoch 108 (g1.2_s1), for the next call" in done.stdout

@@ -73,6 +73,17 @@ def test_hooks_and_cache():
     assert list(only) == ["blocks.0.attn.hook_pattern"]
     with pytest.raises(KeyError):
         run_with_cache(model, tokens, names=["blocks.9.nope"])
+    # stop_early: the same activations, and nothing after the last one asked for runs
+    ran = []
+    handle = model.blocks[0].mlp.register_forward_hook(lambda *_: ran.append("mlp 0"))
+    names = ["blocks.0.attn.hook_pattern", "blocks.0.hook_resid_mid"]
+    out, early = run_with_cache(model, tokens, names=names, stop_early=True)
+    assert out is None and list(early) == names and ran == []
+    for n in names:
+        torch.testing.assert_close(early[n], cache[n], rtol=0, atol=0)
+    out, _ = run_with_cache(model, tokens, names=names)
+    handle.remove()
+    assert ran == ["mlp 0"] and out is not None  # without it the whole model runs
 
 
 def test_small_init_gives_near_uniform_attention():

@@ -131,13 +131,26 @@ def probe_information_flow(model: torch.nn.Module, tokens: Tensor) -> np.ndarray
     return information_flow(cache)
 
 
+def probe_information_flows(model: torch.nn.Module, tokens: Tensor) -> np.ndarray:
+    """:func:`information_flow` of each input of ``tokens`` [N, P], from one forward pass of the batch:
+    [N, n_layers, P, P]. Equal to N calls of :func:`probe_information_flow` up to fp32 rounding (a batch's
+    matmuls may round differently from one input's)."""
+    from anchorlab.models.hooks import run_with_cache
+
+    names = [f"blocks.{i}.attn.hook_pattern" for i in range(len(model.blocks))]
+    _, cache = run_with_cache(model, tokens, names=names, stop_early=True)
+    return np.stack([cache[n].cpu().numpy().astype(np.float64).mean(axis=1) for n in names], axis=1)
+
+
 def mean_mechanism_scores(model: torch.nn.Module, task_cfg: CompositeTaskConfig,
                           pair: Sequence[int] = (4, 3)) -> tuple[dict[str, float], int, int]:
     """:func:`mechanism_scores` of ``pair``'s probe input for every key of the task, averaged: (mean score per
     mechanism, the number of keys on which the inferential score is ahead, the number of keys). One input's
-    routing (P1 Fig. 3) checked against all of them."""
-    every = [mechanism_scores(probe_information_flow(model, default_probe_input(task_cfg, k, pair)), DEFAULT_KEY_POS)
-             for k in range(task_cfg.key_min, task_cfg.key_max + 1)]
+    routing (P1 Fig. 3) checked against all of them. The keys' inputs run as one batch (training logs this at
+    every evaluation: one forward pass, not one a key)."""
+    keys = list(range(task_cfg.key_min, task_cfg.key_max + 1))
+    every = [mechanism_scores(flow, DEFAULT_KEY_POS)
+             for flow in probe_information_flows(model, probe_tokens(task_cfg, keys, pair))]
     mean = {m: float(np.mean([e[m] for e in every])) for m in every[0]}
     return mean, sum(e["inferential"] > e["symmetric"] for e in every), len(every)
 

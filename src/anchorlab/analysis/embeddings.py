@@ -78,7 +78,7 @@ def fused_vectors(model: nn.Module, task_cfg: CompositeTaskConfig, keys: Sequenc
     for layer 1) for each key in ``keys`` with anchors ``pair`` in ``template``. Shape [len(keys), D]."""
     x = probe_tokens(task_cfg, keys, pair, template, key_pos)
     name = f"blocks.{layer}.hook_resid_mid"
-    _, cache = run_with_cache(model, x, names=[name])
+    _, cache = run_with_cache(model, x, names=[name], stop_early=True)
     return _np(cache[name][:, -1])
 
 
@@ -90,7 +90,7 @@ def anchor_value_vectors(model: nn.Module, task_cfg: CompositeTaskConfig, keys: 
     this position because attention is causal."""
     x = probe_tokens(task_cfg, keys, (anchor, anchor), template, key_pos)
     name = f"blocks.{layer}.attn.hook_v"
-    _, cache = run_with_cache(model, x, names=[name])
+    _, cache = run_with_cache(model, x, names=[name], stop_early=True)
     v_BPHK = cache[name]
     return _np(v_BPHK[:, key_pos + 1].reshape(len(keys), -1))
 
@@ -150,7 +150,7 @@ def attention_output_vectors(model: nn.Module, task_cfg: CompositeTaskConfig, n_
         xs.append(probe_tokens(task_cfg, keys, p, template, key_pos))
         labels += [p] * n_per_pair
     name = "blocks.0.hook_resid_mid"
-    _, cache = run_with_cache(model, torch.cat(xs), names=[name])
+    _, cache = run_with_cache(model, torch.cat(xs), names=[name], stop_early=True)  # the first block alone
     return _np(cache[name][:, -1]), np.asarray(labels, dtype=np.int64)
 
 

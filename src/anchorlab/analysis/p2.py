@@ -87,7 +87,7 @@ def first_layer_pattern(model: nn.Module, inputs: Tensor, head: int = 0) -> np.n
     """Softmax attention of layer 0, head ``head``, on ``inputs`` [B, P] -> [B, P, P]."""
     from anchorlab.models.hooks import run_with_cache
 
-    _, cache = run_with_cache(model.eval(), inputs, names=["blocks.0.attn.hook_pattern"])
+    _, cache = run_with_cache(model.eval(), inputs, names=["blocks.0.attn.hook_pattern"], stop_early=True)
     return cache["blocks.0.attn.hook_pattern"][:, head].double().numpy()
 
 

@@ -20,13 +20,20 @@ def hook_names(model: nn.Module) -> list[str]:
     return [name for name, m in model.named_modules() if isinstance(m, HookPoint)]
 
 
+class _Cached(Exception):
+    """Raised by the last wanted hook of a ``run_with_cache(..., stop_early=True)`` call: the rest of the forward
+    pass is not needed."""
+
+
 @torch.no_grad()
-def run_with_cache(model: nn.Module, *args, names: Iterable[str] | None = None,
-                   **kwargs) -> tuple[Tensor, dict[str, Tensor]]:
+def run_with_cache(model: nn.Module, *args, names: Iterable[str] | None = None, stop_early: bool = False,
+                   **kwargs) -> tuple[Tensor | None, dict[str, Tensor]]:
     """Run ``model(*args, **kwargs)`` and return (output, {hook name: activation}), detached.
 
     ``names`` restricts the cache; unknown names raise ``KeyError`` listing the valid ones. Tensor arguments go
-    to the model's device first (a probe batch built on the host runs on a model on the GPU).
+    to the model's device first (a probe batch built on the host runs on a model on the GPU). ``stop_early``:
+    stop the forward pass once every named activation is cached (e.g. only the first block runs for
+    ``blocks.0.hook_resid_mid``, as TransformerLens's ``stop_at_layer``); the output is then None.
     """
     all_names = hook_names(model)
     wanted = set(all_names) if names is None else set(names)
@@ -34,15 +41,21 @@ def run_with_cache(model: nn.Module, *args, names: Iterable[str] | None = None,
     if unknown:
         raise KeyError(f"unknown hook names {sorted(unknown)}; valid: {all_names}")
     cache: dict[str, Tensor] = {}
-    handles = []
-    for name, m in model.named_modules():
-        if name in wanted:
-            handles.append(m.register_forward_hook(
-                lambda _m, _inp, out, name=name: cache.__setitem__(name, out.detach())))
+
+    def keep(name: str, out: Tensor) -> None:
+        cache[name] = out.detach()
+        if stop_early and len(cache) == len(wanted):
+            raise _Cached
+
+    handles = [m.register_forward_hook(lambda _m, _inp, out, name=name: keep(name, out))
+               for name, m in model.named_modules() if name in wanted]
     device = next(model.parameters()).device
     args = tuple(a.to(device) if isinstance(a, Tensor) else a for a in args)
+    out: Tensor | None = None
     try:
         out = model(*args, **kwargs)
+    except _Cached:
+        pass
     finally:
         for h in handles:
             h.remove()
