@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # One device call (issue 16): P1's full 210-epoch schedule, both ends of the γ line × our data seeds 1-3, as
-# batched groups of 6, each step replayed as one CUDA graph (train.cuda_graph) once the graph has been checked on
-# this device. Two jobs: configs/sweeps/p1_best_rates_e210.toml (the rates where our seeds read best at epoch 27:
-# γ 1.2 at m = 17.5, γ 0.3 at m = 20) and configs/sweeps/p1_m30_e210.toml (P1's top grid rate, m = 30), in that
-# order (FIRST=m30 for the other), the second with the time the first leaves:
-#  1. tests/test_cuda_graph.py (a graphed group trains as the eager one, across a resumed session: bit for bit in
-#     fp32 and bf16, and to 1e-4 in fp32): log in $OUT/cuda_graph_tests.log; the sweep uses the graph only if the
-#     fp32 test to 1e-4 passes (bit for bit or not, the step's arithmetic is then the graph's to keep). Passed on
-#     one H200 on 2026-11-28, all four tests;
-#  2. benchmarks/eval_cost.py at the paper config, K = 6: what each evaluation's parts cost in batched steps
-#     (2026-11-28: an epoch with evaluation took ~5 s longer than one without, ~26 % of the wall time), in
-#     $OUT/eval_cost.json (the graph's throughput was measured on 2026-11-28: docs/performance.md);
+# batched groups of 6, eagerly (GRAPH=1: each step replayed as one CUDA graph, train.cuda_graph, 1.03x faster
+# on one H200; GRAPH=check: tested on the device first, ~40 s, more than the graph saves in a call). Two jobs:
+# configs/sweeps/p1_best_rates_e210.toml (the rates where our seeds read best at epoch 27: γ 1.2 at m = 17.5,
+# γ 0.3 at m = 20) and configs/sweeps/p1_m30_e210.toml (P1's top grid rate, m = 30), in that order (FIRST=m30
+# for the other), the second with the time the first leaves:
+#  1. with GRAPH=check, tests/test_cuda_graph.py (a graphed group trains as the eager one, across a resumed
+#     session: bit for bit in fp32 and bf16, and to 1e-4 in fp32): log in $OUT/cuda_graph_tests.log; the sweep
+#     uses the graph only if the fp32 test to 1e-4 passes. Passed on one H200 on 2026-11-28, all four tests;
+#  2. once a machine (EVAL_COST=0 skips it), benchmarks/eval_cost.py at the paper config, K = 6: what each
+#     evaluation's parts cost in batched steps (2026-11-28: an epoch with evaluation took ~5 s longer than one
+#     without, ~26 % of the wall time), in $OUT/eval_cost.json;
 #  3. the first job, until LIMIT; 4. the second, with the time left.
 # Across sessions: one session's 15 minutes of device time take a group of 6 to about epoch 108 of 210
 # (2026-11-28, m = 30: docs/p1_levers/m30_e210_h200_bf16_k6/), and a new machine starts bare. So each call sends
@@ -24,19 +24,20 @@
 # on a warm machine, the runs resume from their last checkpoint (every 3 epochs) and the checks are skipped.
 #   device run:   bash experiments/gpu_p1_m30_e210.sh        (timeout_s 600; again at once with LIMIT=...)
 #                 (carry ["runs/gpu_back"] when an earlier session's resume states are there)
-#   here, after:  bash experiments/ingest_gpu_next.sh FILES_AT h200_bf16_k6
+#   here, after:  bash experiments/ingest_gpu_next.sh FILES_AT h200_bf16   (h100_bf16 on an H100)
 # What comes back: the runs' small outputs as $OUT/p1_gpu_next.tar.gz, and back__<job>__gG_sN.safetensors.partNN
 # with back__<job>__gG_sN.sha256 (a resume state) or last__<job>__gG_sN_step_*.safetensors (a finished run's last
 # weights).
 # Set LIMIT (seconds) to stop earlier; PY (default python3); SWEEP and K for another part of the experiment
-# (SWEEP=configs/sweeps/p1_m30_e210_pair.toml K=2 FIRST=m30 repeats 2026-11-28's first call); GRAPH=0 to train
-# eagerly.
+# (SWEEP=configs/sweeps/p1_m30_e210_pair.toml K=2 FIRST=m30 repeats 2026-11-28's first call;
+# FIRST=m30 GRAPH=1 its second session's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source experiments/gpu_call.sh  # OUT LIMIT PY REF RUNS, left, cli, cli_until_limit; prints the machine
-SWEEP=${SWEEP:-configs/sweeps/p1_m30_e210.toml}; K=${K:-6}; GRAPH=${GRAPH:-}
-if [ -z "$GRAPH" ] && [ -f "$RUNS/gpu_next/graph_checked" ]; then GRAPH=$(cat "$RUNS/gpu_next/graph_checked"); fi
-if [ -z "$GRAPH" ]; then
+SWEEP=${SWEEP:-configs/sweeps/p1_m30_e210.toml}; K=${K:-6}
+GRAPH=${GRAPH:-0}  # 0 eager (default), 1 graphed, check: test the graph on this device first, graphed if it passes
+if [ "$GRAPH" = check ] && [ -f "$RUNS/gpu_next/graph_checked" ]; then GRAPH=$(cat "$RUNS/gpu_next/graph_checked"); fi
+if [ "$GRAPH" = check ]; then
     PYTHONPATH=src:. timeout 180 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_graph.py -rA -k "graphed or bookkeeping" \
         > "$OUT/cuda_graph_tests.log" 2>&1
     tail -n 12 "$OUT/cuda_graph_tests.log"
@@ -46,9 +47,12 @@ if [ -z "$GRAPH" ]; then
         GRAPH=0
     fi
     echo "$GRAPH" > "$RUNS/gpu_next/graph_checked"
+fi
+if [ "${EVAL_COST:-1}" = 1 ] && [ ! -f "$RUNS/gpu_next/eval_cost_measured" ]; then  # once a machine
     PYTHONPATH=src:. timeout 120 "$PY" -m benchmarks.eval_cost --config configs/p1/cbook.toml \
         --set train.precision=bf16 --set train.eval_every=3 --set train.checkpoint_every=3 --device cuda --k 6 \
         --out "$OUT/eval_cost.json" 2>&1 | tail -n 8
+    touch "$RUNS/gpu_next/eval_cost_measured"
 fi
 GRAPH_SET=()
 [ "$GRAPH" = 1 ] && GRAPH_SET=(--set train.cuda_graph=true)

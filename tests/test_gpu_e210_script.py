@@ -59,10 +59,10 @@ def fake_run(d: Path, gamma: float, seed: int, done: bool = False) -> Path:
 
 @NEEDS
 @pytest.mark.parametrize("passes", [True, False])
-def test_the_sweep_uses_the_graph_only_once_it_passed_on_the_device(tmp_path, passes):
+def test_with_graph_check_the_sweep_uses_the_graph_only_once_it_passed_on_the_device(tmp_path, passes):
     log = tmp_path / "calls.log"
     for call in (1, 2):
-        run_script(tmp_path, passes)
+        run_script(tmp_path, passes, GRAPH="check")
         calls = log.read_text().splitlines()
         sweeps = [c.split("sweep ", 1)[1] for c in calls if " sweep " in f" {c} " and "--dry-run" not in c]
         assert len(sweeps) == 2 * call  # the 210-epoch protocol at the best rates, then at m = 30 (time left)
@@ -73,9 +73,23 @@ def test_the_sweep_uses_the_graph_only_once_it_passed_on_the_device(tmp_path, pa
         dry = [c for c in calls if "--dry-run" in c]  # the graph needs the local backend in a dry run too
         assert dry and all("--backend local" in c for c in dry)
         assert sum(" pytest " in f" {c} " for c in calls) == 1  # the checks run on the first call only
-        assert sum("benchmarks.eval_cost" in c for c in calls) == 1
+        assert sum("benchmarks.eval_cost" in c for c in calls) == 1  # once a machine
         assert (tmp_path / "out" / "p1_gpu_next.tar.gz").is_file()
     assert (tmp_path / "runs" / "gpu_next" / "graph_checked").read_text().strip() == ("1" if passes else "0")
+
+
+@NEEDS
+def test_by_default_the_sweeps_train_eagerly_and_nothing_is_tested_on_the_device(tmp_path):
+    run_script(tmp_path)
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    sweeps = [c for c in calls if " sweep " in f" {c} " and "--dry-run" not in c]
+    assert len(sweeps) == 2 and not any("cuda_graph" in c for c in sweeps)
+    assert not any(" pytest " in f" {c} " for c in calls)
+    run_script(tmp_path, GRAPH="1", EVAL_COST="0")
+    calls = (tmp_path / "calls.log").read_text().splitlines()[len(calls):]
+    sweeps = [c for c in calls if " sweep " in f" {c} " and "--dry-run" not in c]
+    assert len(sweeps) == 2 and all("--set train.cuda_graph=true" in c for c in sweeps)
+    assert not any("eval_cost" in c or " pytest " in f" {c} " for c in calls)
 
 
 @NEEDS
