@@ -45,3 +45,34 @@ def test_sync_exports_each_long_run_to_its_docs_folder(tmp_path):
         assert sorted(p.name for p in d.iterdir()) == [rundir.CONFIG, rundir.METRICS], d
     assert sorted(p.name for p in e210.parent.iterdir()) == ["lr_m30_g1.2_s2_e210"]
     assert done.stdout.count("1 evaluations, unfinished") == 2
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_a_restarted_run_never_overwrites_another_trajectorys_records(tmp_path):
+    """Restarted from step 0 on a new machine: a run that retraces its committed records (the same epoch-1 loss)
+    keeps the longer committed ones until it passes them; one that rounds differently goes to NAME_restart."""
+    tree = tmp_path / "tree"
+    (tree / "experiments").mkdir(parents=True)
+    shutil.copy(ROOT / "experiments" / "sync_cpu_records.sh", tree / "experiments")
+    docs = tree / "docs" / "p1_levers" / "cpu_bf16"
+    for seed, first in ((2, 4.744536528716216), (3, 4.743697542757602)):
+        _run(tree / "runs" / "p1_levers_cpu" / f"lr_m30_g1.2_s{seed}_bf16_e210")
+        (tree / "runs" / "p1_levers_cpu" / f"lr_m30_g1.2_s{seed}_bf16_e210" / rundir.EPOCHS).write_text(
+            f'{{"epoch": 1, "step": 370, "train_loss": {first + (1e-9 if seed == 2 else 0)}, "time": 1.0}}\n')
+        (docs / f"lr_m30_g1.2_s{seed}_e210").mkdir(parents=True)  # committed: 3 epochs, no "time" field then
+        (docs / f"lr_m30_g1.2_s{seed}_e210" / rundir.EPOCHS).write_text(
+            "".join(f'{{"epoch": {e}, "step": {370 * e}, "train_loss": {first if e == 1 else 1.0}}}\n'
+                    for e in (1, 2, 3)))
+    al = tmp_path / "anchorlab"
+    al.write_text(f'#!/usr/bin/env bash\nexec "{sys.executable}" -m anchorlab.cli "$@"\n')
+    al.chmod(0o755)
+    done = subprocess.run(["bash", str(tree / "experiments" / "sync_cpu_records.sh")], capture_output=True,
+                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "ANCHORLAB": str(al)})
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in docs.iterdir()) == ["lr_m30_g1.2_s2_e210", "lr_m30_g1.2_s2_e210_restart",
+                                                      "lr_m30_g1.2_s3_e210"]
+    for seed in (2, 3):  # the committed records stand
+        assert len((docs / f"lr_m30_g1.2_s{seed}_e210" / rundir.EPOCHS).read_text().splitlines()) == 3
+    assert "lr_m30_g1.2_s3_e210: 1 epochs here, 3 committed: kept the committed records" in done.stdout
+    restart = (docs / "lr_m30_g1.2_s2_e210_restart" / rundir.EPOCHS).read_text()
+    assert '"train_loss": 4.744536529716216' in restart
