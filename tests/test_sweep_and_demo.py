@@ -348,8 +348,9 @@ def test_demo_states_the_committed_gamma_line(tmp_path):
 
 def test_demo_states_the_committed_long_runs(tmp_path):
     """The demo's paper-config block says what the runs trained toward P1's 210 epochs give, from their committed
-    records of every source: per γ and seed the run trained furthest, small init first, its answer at epoch 27 and at
-    its last evaluation, and the GPU a run trained on; nothing when none is there."""
+    records of every source: every trajectory (CPU and GPU runs of one config are each a record), small init
+    first, then by seed and by epochs trained, its answer at epoch 27 and at its last evaluation, where it trained;
+    then how many trajectories beyond epoch 100 answer each way; nothing when none is there."""
     from anchorlab import rundir
     from anchorlab.demo import LONG_RUNS, LONG_RUNS_GPU, long_runs_text
 
@@ -357,20 +358,22 @@ def test_demo_states_the_committed_long_runs(tmp_path):
     s1 = rundir.read_metrics(LONG_RUNS / "lr_m30_g1.2_s1_e210")
     at27 = next(r for r in s1 if r["epoch"] == 27)
     assert committed.startswith("  Toward P1's full 210 epochs (P1 reads the end) at peak rate 0.0003, bf16")
-    assert (f"γ 1.2 seed 1: epoch 27 {at27['unseen_inferential_acc']:.2f}/{at27['unseen_symmetric_acc']:.2f} → "
+    assert (f"    γ 1.2 seed 1  epoch 27 {at27['unseen_inferential_acc']:.2f}/{at27['unseen_symmetric_acc']:.2f} → "
             f"epoch {s1[-1]['epoch']} of 210") in committed
     s3 = rundir.read_metrics(next(d for d in LONG_RUNS_GPU.iterdir()
                                   if rundir.read_json(d / rundir.CONFIG)["init"]["gamma"] == 1.2))
     s3_27 = next(r for r in s3 if r["epoch"] == 27)
-    assert (f"γ 1.2 seed 3: epoch 27 {s3_27['unseen_inferential_acc']:.2f}/" in committed
-            and f"epoch {s3[-1]['epoch']} of 210" in committed and "(unfinished, one H200)" in committed)
+    assert (f"epoch 27 {s3_27['unseen_inferential_acc']:.2f}/{s3_27['unseen_symmetric_acc']:.2f} → "
+            f"epoch {s3[-1]['epoch']} of 210" in committed and "(one H200, unfinished)" in committed)
     assert committed.index("γ 1.2 seed 2") < committed.index("γ 1.2 seed 3") < committed.index("γ 0.3 seed 1")
+    assert (LONG_RUNS / "lr_m30_g1.2_s2_e210_restart").is_dir()  # a restarted CPU run is a trajectory too
+    assert committed.count("(CPU, unfinished)") >= 4
 
     def run(name, gamma, seed, evals, done, gpu=None):
         d = tmp_path / name
         d.mkdir()
         rundir.write_json(d / rundir.CONFIG, {"init": {"gamma": gamma}, "seeds": {"data_seed": seed},
-                                              "train": {"epochs": 60, "lr": 1e-5, "lr_multiplier": 20,
+                                              "train": {"epochs": 200, "lr": 1e-5, "lr_multiplier": 20,
                                                         "precision": "fp32"}})
         (d / rundir.METRICS).write_text("".join(json.dumps({"epoch": e, "unseen_inferential_acc": i,
                                                             "unseen_symmetric_acc": s}) + "\n" for e, i, s in evals))
@@ -382,16 +385,22 @@ def test_demo_states_the_committed_long_runs(tmp_path):
     sources = [(tmp_path, "*_e210"), (tmp_path / "gpu", "*")]
     assert long_runs_text(sources) == ""
     run("a_e210", 0.3, 1, [(0, 0.0, 0.0), (9, 0.0, 0.9)], False)
-    run("b_e210", 1.2, 2, [(0, 0.0, 0.0), (27, 0.8, 0.0), (60, 0.95, 0.0)], True)
+    run("b_e210", 1.2, 2, [(0, 0.0, 0.0), (27, 0.8, 0.0), (200, 0.95, 0.0)], True)
     run("c_e39", 1.2, 1, [(0, 0.0, 0.0)], True)  # not a long run: another name
     (tmp_path / "gpu").mkdir()
-    run("gpu/0123abcd", 1.2, 3, [(3, 0.0, 0.0), (27, 0.7, 0.0), (30, 0.5, 0.1)], False, gpu="H200")
-    run("gpu/4567ef01", 0.3, 1, [(3, 0.0, 0.8)], False, gpu="H200")  # not as far as a_e210: left out
-    assert long_runs_text(sources) == (
-        "  Toward P1's full 210 epochs (P1 reads the end) at peak rate 0.0002, fp32 (docs/p1_frontier.md; "
-        "experiments/cpu_p1_m30_e210.sh, gpu_p1_m30_e210.sh), (4,3) inferential/symmetric: γ 1.2 seed 2: "
-        "epoch 27 0.80/0.00 → epoch 60 of 60 0.95/0.00; γ 1.2 seed 3: epoch 27 0.70/0.00 → epoch 30 of 60 "
-        "0.50/0.10 (unfinished, one H200); γ 0.3 seed 1: epoch 9 of 60 0.00/0.90 (unfinished)")
+    run("gpu/0123abcd", 1.2, 3, [(3, 0.0, 0.0), (27, 0.7, 0.0), (130, 0.5, 0.1)], False, gpu="H200")
+    run("gpu/4567ef01", 0.3, 1, [(3, 0.0, 0.8), (120, 0.0, 0.99)], False, gpu="H200")
+    run("gpu/89ab0000", 1.2, 2, [(27, 0.3, 0.0), (60, 0.1, 0.9)], False, gpu="H100")  # seed 2 again, shorter
+    assert long_runs_text(sources) == "\n".join([
+        "  Toward P1's full 210 epochs (P1 reads the end) at peak rate 0.0002, fp32, (4,3) inferential/symmetric "
+        "of each trajectory (docs/p1_frontier.md; experiments/cpu_p1_m30_e210.sh, gpu_p1_m30_e210.sh):",
+        "    γ 1.2 seed 2  epoch 27 0.80/0.00 → epoch 200 of 200 0.95/0.00 (CPU)",
+        "                  epoch 27 0.30/0.00 → epoch 60 of 200 0.10/0.90 (one H100, unfinished)",
+        "    γ 1.2 seed 3  epoch 27 0.70/0.00 → epoch 130 of 200 0.50/0.10 (one H200, unfinished)",
+        "    γ 0.3 seed 1  epoch 120 of 200 0.00/0.99 (one H200, unfinished)",  # no evaluation at epoch 27
+        "                  epoch 9 of 200 0.00/0.90 (CPU, unfinished)",
+        "    beyond epoch 100, at the last evaluation (>= 0.9): γ 1.2 inferential on 1, symmetric on 0 of 2; "
+        "γ 0.3 inferential on 0, symmetric on 1 of 1"])
 
 
 def test_demo_states_the_committed_decomposition(tmp_path):

@@ -45,7 +45,9 @@ EPOCHS60 = Path(__file__).resolve().parents[2] / "docs" / "p1_frontier" / "epoch
 # train, and one GPU call's (experiments/gpu_p1_m30_e210.sh), folders named by run id.
 LONG_RUNS = Path(__file__).resolve().parents[2] / "docs" / "p1_levers" / "cpu_bf16"
 LONG_RUNS_GPU = Path(__file__).resolve().parents[2] / "docs" / "p1_levers" / "m30_e210_h200_bf16"
-LONG_RUN_SOURCES = ((LONG_RUNS, "*_e210"), (LONG_RUNS_GPU, "*"))
+# every trajectory of P1's top rate to epoch 210: the CPU runs (restarted ones that round differently beside
+# them) and each GPU call's runs (docs/p1_levers/m30_e210_<device and group>/<run id>)
+LONG_RUN_SOURCES = ((LONG_RUNS, "*_e210"), (LONG_RUNS, "*_e210_restart"), (LONG_RUNS_GPU.parent, "m30_e210_*/*"))
 DEFAULT_P2_SPEC = DEFAULT_SPEC.with_name("demo_p2.toml")
 P2_COLUMNS = ("model", "gamma", "seed", "mem_acc", "rsn_train_acc", "rsn_test_acc", "final_train_loss")
 COLUMNS = ("init", "gamma", "std_W_Q", "seed", "seen_train_acc", "seen_test_acc",
@@ -239,12 +241,15 @@ def gamma_line_text(root: Path = GAMMA_LINE, threshold: float = 0.9, leaning: fl
             f"{counts(min(runs))}; {counts(max(runs))}")
 
 
-def long_runs_text(sources: Sequence[tuple[Path, str]] = LONG_RUN_SOURCES, early: int = 27) -> str:
-    """One line from the committed long runs (each ``(root, pattern)`` of ``sources``): per γ and seed, small init
-    first, the run trained furthest (a CPU run and a GPU run of one config round differently: both are records), its
-    (4,3) answer at epoch ``early`` (where P1's protocol was read above) and at its last evaluation, of how
-    many epochs, whether it is unfinished (still training, or queued), and the GPU it trained on where it did not
-    train on a CPU; "" when none is there. P1 reads its runs at the end of 210 epochs."""
+def long_runs_text(sources: Sequence[tuple[Path, str]] = LONG_RUN_SOURCES, early: int = 27,
+                   threshold: float = 0.9, past: int = 100) -> str:
+    """A few lines from the committed long runs (each ``(root, pattern)`` of ``sources``): every trajectory (a CPU
+    run and GPU runs of one config round differently, so each is a record of its own), small init first, then by
+    seed and by epochs trained: its (4,3) answer at epoch ``early`` (where P1's protocol was read above) and at its
+    last evaluation, of how many epochs, whether it is unfinished (still training, or queued), and where it
+    trained; then per γ how many of the trajectories trained beyond epoch ``past`` answer inferentially /
+    symmetrically (``threshold``) at their last evaluation. "" when none is there. P1 reads its runs at the end of
+    210 epochs."""
     runs = []
     for root, pattern in sources:
         for d in sorted(root.glob(pattern)) if root.is_dir() else []:
@@ -255,29 +260,36 @@ def long_runs_text(sources: Sequence[tuple[Path, str]] = LONG_RUN_SOURCES, early
             gpu = next((r["device_name"].removeprefix("NVIDIA ") for r in reversed(sessions)
                         if r.get("device") == "cuda" and r.get("device_name")), "")
             runs.append((rundir.read_json(d / rundir.CONFIG), evals, rundir.is_done(d), gpu))
-    furthest: dict[tuple[float, int], tuple[dict[str, Any], list[dict[str, Any]], bool, str]] = {}
-    for r in runs:
-        key = (-r[0]["init"]["gamma"], r[0]["seeds"]["data_seed"])
-        if key not in furthest or r[1][-1]["epoch"] > furthest[key][1][-1]["epoch"]:
-            furthest[key] = r
-    runs = [furthest[k] for k in sorted(furthest)]
     if not runs:
         return ""
-    parts = []
+    runs.sort(key=lambda r: (-r[0]["init"]["gamma"], r[0]["seeds"]["data_seed"], -r[1][-1]["epoch"]))
+    peaks = sorted({c["train"]["lr"] * c["train"]["lr_multiplier"] for c, *_ in runs})
+    precisions = sorted({c["train"]["precision"] for c, *_ in runs})
+    lines = [f"  Toward P1's full 210 epochs (P1 reads the end) at peak rate {'/'.join(f'{p:g}' for p in peaks)}, "
+             f"{'/'.join(precisions)}, (4,3) inferential/symmetric of each trajectory (docs/p1_frontier.md; "
+             f"experiments/cpu_p1_m30_e210.sh, gpu_p1_m30_e210.sh):"]
+    previous = None
     for cfg, evals, done, gpu in runs:
         last = evals[-1]
         at = next((r for r in evals if r["epoch"] == early), None)
         then = (f"epoch {early} {at['unseen_inferential_acc']:.2f}/{at['unseen_symmetric_acc']:.2f} → "
                 if at is not None and last["epoch"] > early else "")
-        notes = ", ".join(n for n in ("" if done else "unfinished", f"one {gpu}" if gpu else "") if n)
-        parts.append(f"γ {cfg['init']['gamma']:g} seed {cfg['seeds']['data_seed']}: {then}epoch {last['epoch']} of "
-                     f"{cfg['train']['epochs']} {last['unseen_inferential_acc']:.2f}/"
-                     f"{last['unseen_symmetric_acc']:.2f}{f' ({notes})' if notes else ''}")
-    peaks = sorted({c["train"]["lr"] * c["train"]["lr_multiplier"] for c, *_ in runs})
-    precisions = sorted({c["train"]["precision"] for c, *_ in runs})
-    return (f"  Toward P1's full 210 epochs (P1 reads the end) at peak rate {'/'.join(f'{p:g}' for p in peaks)}, "
-            f"{'/'.join(precisions)} (docs/p1_frontier.md; experiments/cpu_p1_m30_e210.sh, gpu_p1_m30_e210.sh), "
-            f"(4,3) inferential/symmetric: " + "; ".join(parts))
+        who = (cfg["init"]["gamma"], cfg["seeds"]["data_seed"])
+        head = f"γ {who[0]:g} seed {who[1]}" if who != previous else ""
+        previous = who
+        notes = ", ".join(n for n in (f"one {gpu}" if gpu else "CPU", "" if done else "unfinished") if n)
+        lines.append(f"    {head:<14}{then}epoch {last['epoch']} of {cfg['train']['epochs']} "
+                     f"{last['unseen_inferential_acc']:.2f}/{last['unseen_symmetric_acc']:.2f} ({notes})")
+    counts = []
+    for gamma in sorted({c["init"]["gamma"] for c, *_ in runs}, reverse=True):
+        ends = [e[-1] for c, e, *_ in runs if c["init"]["gamma"] == gamma and e[-1]["epoch"] > past]
+        inf = sum(r["unseen_inferential_acc"] >= threshold for r in ends)
+        sym = sum(r["unseen_symmetric_acc"] >= threshold for r in ends)
+        if ends:
+            counts.append(f"γ {gamma:g} inferential on {inf}, symmetric on {sym} of {len(ends)}")
+    if counts:
+        lines.append(f"    beyond epoch {past}, at the last evaluation (>= {threshold:g}): " + "; ".join(counts))
+    return "\n".join(lines)
 
 
 def best_of_rates_text(path: Path = BEST_OF_RATES, threshold: float = 0.9) -> str:
