@@ -150,6 +150,35 @@ def test_p1_curves_tells_a_cooled_down_branch_from_its_source(tmp_path, monkeypa
     assert {r["cooldown_from"] for r in seen["rows"]} == {None, 4}
 
 
+def test_p1_curves_tells_apart_trajectories_of_one_config_by_where_they_trained(tmp_path, monkeypatch):
+    """Runs of one config trained on the CPU and on a GPU in batched groups round differently: each is its own
+    trajectory, labelled with where it trained (sessions.jsonl), and two of one place with their directory's
+    name; a run alone of its seed in its panel keeps the plain label. A graphed step (train.cuda_graph) is bit
+    for bit the eager one, so it does not tell runs apart."""
+    from anchorlab.figures import phase
+
+    def sessions(d, *rows):
+        (d / rundir.SESSIONS).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return d
+
+    six = {"device": "cuda", "device_name": "NVIDIA H200", "batch_group": list("abcdef")}
+    cpu = sessions(fake_run(tmp_path / "cpu", 1.2, 1, CURVES[(0.8, 1)], done=False), {"device": "cpu"})
+    gpu = sessions(fake_run(tmp_path / "gpu", 1.2, 1, CURVES[(0.8, 1)], done=False, **{"train.cuda_graph": True}),
+                   {"device": "cpu"}, six)  # its last GPU session names it
+    gpu2 = sessions(fake_run(tmp_path / "gpu2", 1.2, 1, CURVES[(0.8, 1)], done=False), six)
+    alone = sessions(fake_run(tmp_path / "alone", 0.3, 1, CURVES[(0.5, 1)], done=False),
+                     {"device": "cuda", "device_name": "NVIDIA H100", "batch_group": ["x"]})
+    seen = {}
+    monkeypatch.setattr(phase, "plot_probe_curves", lambda curves, **kw: seen.setdefault("c", curves) and None)
+    monkeypatch.setattr(phase, "save_figure", lambda fig, rows, out, name: seen.setdefault("rows", rows))
+    phase.p1_curves([cpu, gpu, gpu2, alone], tmp_path / "o")
+    assert sorted(c["label"] for c in seen["c"]) == ["seed 1", "seed 1, CPU", "seed 1, H200, group of 6, gpu",
+                                                     "seed 1, H200, group of 6, gpu2"]
+    assert {r["run_id"]: r["trained_on"] for r in seen["rows"]} == {
+        "cpu": "CPU", "gpu": "H200, group of 6", "gpu2": "H200, group of 6", "alone": "H100"}
+    assert rundir.trained_on(tmp_path / "nowhere") == ""  # no sessions logged
+
+
 def _png_width(path):
     import struct
 

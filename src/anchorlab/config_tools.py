@@ -258,9 +258,10 @@ def portable(config: dict[str, Any]) -> dict[str, Any]:
 
 
 # Config fields that leave a run's arithmetic as it is (evaluation and checkpoint cadence, device, threads;
-# pruning the last position is exact): runs that differ only in them are not told apart in a figure or a table.
+# pruning the last position is exact; a CUDA-graphed step is bit for bit the eager one, tests/test_cuda_graph.py):
+# runs that differ only in them are not told apart in a figure or a table.
 INERT_FIELDS = ("train.eval_every", "train.eval_batch_size", "train.checkpoint_every", "train.resume_every",
-                "train.device", "train.threads", "train.prune_last")
+                "train.device", "train.threads", "train.prune_last", "train.cuda_graph")
 
 
 def flat_fields(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:

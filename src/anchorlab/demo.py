@@ -256,10 +256,7 @@ def long_runs_text(sources: Sequence[tuple[Path, str]] = LONG_RUN_SOURCES, early
             evals = rundir.read_metrics(d)
             if not evals or not (d / rundir.CONFIG).is_file():
                 continue
-            sessions = rundir.read_metrics(d, rundir.SESSIONS)
-            gpu = next((r["device_name"].removeprefix("NVIDIA ") for r in reversed(sessions)
-                        if r.get("device") == "cuda" and r.get("device_name")), "")
-            runs.append((rundir.read_json(d / rundir.CONFIG), evals, rundir.is_done(d), gpu))
+            runs.append((rundir.read_json(d / rundir.CONFIG), evals, rundir.is_done(d), rundir.trained_on(d)))
     if not runs:
         return ""
     runs.sort(key=lambda r: (-r[0]["init"]["gamma"], r[0]["seeds"]["data_seed"], -r[1][-1]["epoch"]))
@@ -269,7 +266,7 @@ def long_runs_text(sources: Sequence[tuple[Path, str]] = LONG_RUN_SOURCES, early
              f"{'/'.join(precisions)}, (4,3) inferential/symmetric of each trajectory (docs/p1_frontier.md; "
              f"experiments/cpu_p1_m30_e210.sh, gpu_p1_m30_e210.sh):"]
     previous = None
-    for cfg, evals, done, gpu in runs:
+    for cfg, evals, done, place in runs:
         last = evals[-1]
         at = next((r for r in evals if r["epoch"] == early), None)
         then = (f"epoch {early} {at['unseen_inferential_acc']:.2f}/{at['unseen_symmetric_acc']:.2f} → "
@@ -277,7 +274,8 @@ def long_runs_text(sources: Sequence[tuple[Path, str]] = LONG_RUN_SOURCES, early
         who = (cfg["init"]["gamma"], cfg["seeds"]["data_seed"])
         head = f"γ {who[0]:g} seed {who[1]}" if who != previous else ""
         previous = who
-        notes = ", ".join(n for n in (f"one {gpu}" if gpu else "CPU", "" if done else "unfinished") if n)
+        notes = ", ".join(n for n in (f"one {place}" if place not in ("", "CPU") else "CPU",
+                                      "" if done else "unfinished") if n)
         lines.append(f"    {head:<14}{then}epoch {last['epoch']} of {cfg['train']['epochs']} "
                      f"{last['unseen_inferential_acc']:.2f}/{last['unseen_symmetric_acc']:.2f} ({notes})")
     counts = []

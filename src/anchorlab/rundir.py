@@ -510,6 +510,19 @@ def start_fresh(run_dir: Path) -> None:
         (Path(run_dir) / name).unlink(missing_ok=True)
 
 
+def trained_on(run_dir: Path) -> str:
+    """Where a run trained, from its ``sessions.jsonl``: "CPU", or the GPU of its last session on one ("H200"),
+    with the size of its batched group where it had partners ("H200, group of 6"); "" for a run with no sessions
+    logged. Runs of one config that trained in different places round differently: this tells them apart."""
+    sessions = read_metrics(run_dir, SESSIONS)
+    gpu = next((r for r in reversed(sessions) if r.get("device") == "cuda"), None)
+    if gpu is None:
+        return "CPU" if sessions else ""
+    group = len(gpu.get("batch_group") or [])
+    name = str(gpu.get("device_name") or "GPU").removeprefix("NVIDIA ")
+    return name + (f", group of {group}" if group > 1 else "")
+
+
 def record_session(run_dir: Path, step: int, environment: dict[str, Any]) -> list[dict[str, Any]]:
     """Log that a training session starts at ``step`` in ``environment`` (device, threads, subnormals, batch
     group: whatever rounds the numbers) and return every session the run's kept steps came from.

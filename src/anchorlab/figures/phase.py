@@ -144,7 +144,7 @@ def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = 
                      "seen_test": last.get("seen_test_acc"), "status": "done" if done else "unfinished",
                      "pair": _probe_pair(cfg), "keys": keys,
                      "evaluation": "best" if use_best_epoch else "last" if epoch is None else f"epoch {epoch}",
-                     "varied": ", ".join(_varied_parts(varied)), **varied})
+                     "varied": ", ".join(_varied_parts(varied)), "trained_on": rundir.trained_on(d), **varied})
     return sorted(rows, key=lambda r: (r["model"], r["varied"], r["gamma"], r["seed"]))
 
 
@@ -272,7 +272,7 @@ def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None,
                 "std_W_Q": _std_W_Q(cfg), "precision": cfg.train.precision, "seed": cfg.seeds.init_seed,
                 "status": "done" if rundir.is_done(d) else "unfinished", "pair": _probe_pair(cfg), "keys": keys,
                 "cooldown_from": (cfg.train.epochs - cfg.train.cooldown_epochs) if cfg.train.cooldown_epochs else None,
-                "varied": ", ".join(_varied_parts(varied)), **varied}
+                "varied": ", ".join(_varied_parts(varied)), "trained_on": rundir.trained_on(d), **varied}
         rows = [{**head, "epoch": r["epoch"], "step": r["step"],
                  **{k: r.get(key) for k, key in curve_keys.items()},
                  **{k: r[key] for k, key in CURVE_EXTRA_KEYS.items() if key in r},
@@ -323,13 +323,20 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, key
         raise ConfigError("figure p1-curves: needs composite-task (P1) runs with at least one evaluation")
     mixed_precision = len({rows[0]["precision"] for rows in runs}) > 1  # then fp32 and bf16 get their own panels
     curves = []
+    groups, labels = [], []
     for rows in runs:
         r = rows[0]
         std = f" (std W_Q {r['std_W_Q']:.3g})" if r["std_W_Q"] is not None else ""
-        group = f"γ {r['gamma']:g}{std}\n{r['model']}, d_model {r['d_model']}"
-        curves.append({"group": group + (f", {r['precision']}" if mixed_precision else ""),
-                       "label": f"seed {r['seed']}" + (f", {r['varied']}" if r["varied"] else "")
-                                + ("" if r["cooldown_from"] is None else f", cooled from epoch {r['cooldown_from']:g}"),
+        groups.append(f"γ {r['gamma']:g}{std}\n{r['model']}, d_model {r['d_model']}"
+                      + (f", {r['precision']}" if mixed_precision else ""))
+        labels.append(f"seed {r['seed']}" + (f", {r['varied']}" if r["varied"] else "")
+                      + ("" if r["cooldown_from"] is None else f", cooled from epoch {r['cooldown_from']:g}"))
+    # runs of one config that trained in different places (a CPU run, GPU runs in other groups) are different
+    # trajectories: their labels say where; two of one place are told apart by their directory's name
+    labels = _told_apart(groups, labels, [rows[0]["trained_on"] for rows in runs],
+                         [rows[0]["run_id"] for rows in runs])
+    for rows, group, label in zip(runs, groups, labels, strict=True):
+        curves.append({"group": group, "label": label,
                        **_series(rows, CURVE_KEYS),
                        **({"loss_epoch": [e["epoch"] for e in rows if e["train_loss"] is not None],
                            "loss": [float(e["train_loss"]) for e in rows if e["train_loss"] is not None]}
@@ -338,6 +345,18 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, key
     fig = plot_probe_curves(curves, pair=pairs, threshold=threshold,
                             title=f"P1: held-out pair {pairs} during training ({KEYS_NAMES[keys]})")
     return save_figure(fig, [r for rows in runs for r in rows], Path(out), "p1-curves")
+
+
+def _told_apart(panels: list[str], labels: list[str], *more: list[str]) -> list[str]:
+    """``labels`` (of runs drawn in ``panels``) where a label repeats within a panel, with the next of ``more``
+    (lists aligned with ``labels``) appended, until the runs are told apart: e.g. "seed 1" twice in one panel
+    becomes "seed 1, CPU" and "seed 1, H200"."""
+    out = list(labels)
+    for extra in more:
+        keys = list(zip(panels, out))
+        out = [f"{lab}, {x}" if keys.count(key) > 1 and x else lab
+               for key, lab, x in zip(keys, out, extra, strict=True)]
+    return out
 
 
 def _series(rows: list[dict[str, Any]], keys: dict[str, str]) -> dict[str, list[float]]:

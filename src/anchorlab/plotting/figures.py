@@ -45,7 +45,7 @@ def plot_unseen_over_training(curves: Sequence[dict[str, Any]], title: str = "")
     return fig
 
 
-SEED_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+SEED_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
 
 
 def plot_probe_curves(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", threshold: float = 0.9,
