@@ -309,7 +309,9 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, key
     / ``unseen_symmetric_acc``, the headline keys of p1-gamma and the demo's checks), and the seen pairs'
     test-key accuracy (``seen_test_acc``) against epoch. One panel per (model, d_model, γ; and precision where
     the runs mix fp32 and bf16), one marker per seed (a cooled-down run is its own; runs that differ in another
-    config field, such as the weight decay, are labelled with it and carry it as a CSV column), a line at ``threshold``
+    config field, such as the weight decay, are labelled with it and carry it as a CSV column; runs of one config
+    that trained in different places, on the CPU or a GPU in another batched group, with where, the CSV's
+    ``trained_on``: :func:`anchorlab.rundir.trained_on`), a line at ``threshold``
     (the demo's 0.9 bar). The CSV (one row per evaluation, :func:`curve_rows`) also carries the train-type-key
     values (``_xel``) that the paper-config replay tables (docs/p1_paper_vs_reference.md) compare with the
     authors' log; ``keys`` = "train" or "test" draws one key type instead of the pooled values.
