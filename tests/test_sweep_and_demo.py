@@ -364,7 +364,7 @@ def test_demo_states_the_committed_long_runs(tmp_path):
                                   if rundir.read_json(d / rundir.CONFIG)["init"]["gamma"] == 1.2))
     s3_27 = next(r for r in s3 if r["epoch"] == 27)
     assert (f"epoch 27 {s3_27['unseen_inferential_acc']:.2f}/{s3_27['unseen_symmetric_acc']:.2f} → "
-            f"epoch {s3[-1]['epoch']} of 210" in committed and "(one H200, unfinished)" in committed)
+            f"epoch {s3[-1]['epoch']} of 210" in committed and "(one H200, group of 2, unfinished)" in committed)
     assert committed.index("γ 1.2 seed 2") < committed.index("γ 1.2 seed 3") < committed.index("γ 0.3 seed 1")
     assert (LONG_RUNS / "lr_m30_g1.2_s2_e210_restart").is_dir()  # a restarted CPU run is a trajectory too
     assert committed.count("(CPU, unfinished)") >= 4
