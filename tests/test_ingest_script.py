@@ -26,6 +26,18 @@ mkdir -p "$out" && touch "$out/$name.png" "$out/$name.csv"
 """
 
 
+def ingest(tree: Path, files_at: Path, tag: str) -> subprocess.CompletedProcess:
+    """The tree's copy of the ingest on what a device call brought back to ``files_at`` (the CLI a stand-in)."""
+    fake = files_at / "anchorlab"
+    fake.write_text(FAKE_AL)
+    fake.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "AL": str(fake), "LOG": str(files_at / "calls.log"), "PY": sys.executable}
+    done = subprocess.run(["bash", str(tree / "experiments" / "ingest_gpu_next.sh"), str(files_at), tag],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("bash", "tar", "python3")),
                     reason="needs bash, tar and python3")
 def test_ingest_redraws_only_what_came_back(tmp_path):
@@ -45,14 +57,8 @@ def test_ingest_redraws_only_what_came_back(tmp_path):
     (run / "checkpoints" / "step_0000000.safetensors").write_bytes(b"0")
     with tarfile.open(tmp_path / "p1_gpu_next.tar.gz", "w:gz") as tar:
         tar.add(tmp_path / "back" / "gpu_next", arcname="gpu_next")
-    fake = tmp_path / "anchorlab"
-    fake.write_text(FAKE_AL)
-    fake.chmod(0o755)
+    ingest(tree, tmp_path, "h200_bf16")
     log = tmp_path / "calls.log"
-    env = {"PATH": "/usr/bin:/bin", "AL": str(fake), "LOG": str(log), "PY": sys.executable}
-    done = subprocess.run(["bash", str(tree / "experiments" / "ingest_gpu_next.sh"), str(tmp_path), "h200_bf16"],
-                          env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
     moved = tree / "docs" / "p1_frontier" / "data_h200_bf16" / "n225000" / "abc123"
     assert sorted(p.name for p in moved.iterdir()) == ["DONE", "config.json", "epochs.jsonl", "metrics.jsonl",
                                                        "summary.json"]  # no checkpoint
@@ -85,13 +91,7 @@ def test_ingest_sets_up_returned_weights_as_runs(tmp_path):
     with tarfile.open(tmp_path / "p1_gpu_next.tar.gz", "w:gz") as tar:
         tar.add(tmp_path / "back" / "gpu_next", arcname="gpu_next")
     (tmp_path / "e210_g1.2_s3_step_0077700.safetensors").write_bytes(b"weights")
-    fake = tmp_path / "anchorlab"
-    fake.write_text(FAKE_AL)
-    fake.chmod(0o755)
-    env = {"PATH": "/usr/bin:/bin", "AL": str(fake), "LOG": str(tmp_path / "calls.log"), "PY": sys.executable}
-    done = subprocess.run(["bash", str(tree / "experiments" / "ingest_gpu_next.sh"), str(tmp_path), "h200_bf16_k6"],
-                          env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    done = ingest(tree, tmp_path, "h200_bf16_k6")
     assert (tree / "docs" / "p1_levers" / "m30_e210_h200_bf16_k6" / "run_g03" / "config.json").is_file()
     made = tree / "runs" / "p1_m30_e210_weights"
     assert [p.name for p in made.iterdir()] == ["run_s3"]
@@ -131,13 +131,7 @@ def test_ingest_joins_a_returned_resume_state_for_the_next_call(tmp_path, intact
     Path(f"{stem}.safetensors.part00").write_bytes(raw[:half])
     Path(f"{stem}.safetensors.part01").write_bytes(raw[half:] if intact else raw[half:-1] + b"X")
     Path(f"{stem}.sha256").write_text(f"{hashlib.sha256(raw).hexdigest()}  resume.safetensors\n")
-    fake = tmp_path / "anchorlab"
-    fake.write_text(FAKE_AL)
-    fake.chmod(0o755)
-    env = {"PATH": "/usr/bin:/bin", "AL": str(fake), "LOG": str(tmp_path / "calls.log"), "PY": sys.executable}
-    done = subprocess.run(["bash", str(tree / "experiments" / "ingest_gpu_next.sh"), str(tmp_path), "h200_bf16_k6"],
-                          env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    done = ingest(tree, tmp_path, "h200_bf16_k6")
     carried = tree / "runs" / "gpu_back" / "p1_best_rates_e210" / "rid1"
     weights = tree / "runs" / "p1_best_rates_e210_weights" / "rid1" / "checkpoints" / "step_0040040.safetensors"
     if not intact:

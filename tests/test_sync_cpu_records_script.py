@@ -25,6 +25,17 @@ def _run(d: Path) -> None:
     (d / rundir.CKPT_DIR / rundir.RESUME).write_bytes(b"0")
 
 
+def sync(tree: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    """The tree's copy of the sync script, with the real `anchorlab export`."""
+    al = tmp_path / "anchorlab"
+    al.write_text(f'#!/usr/bin/env bash\nexec "{sys.executable}" -m anchorlab.cli "$@"\n')
+    al.chmod(0o755)
+    done = subprocess.run(["bash", str(tree / "experiments" / "sync_cpu_records.sh")], capture_output=True,
+                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "ANCHORLAB": str(al)})
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_sync_exports_each_long_run_to_its_docs_folder(tmp_path):
     tree = tmp_path / "tree"
@@ -33,12 +44,7 @@ def test_sync_exports_each_long_run_to_its_docs_folder(tmp_path):
     _run(tree / "runs" / "p1_levers_cpu" / "lr_m30_g1.2_s2_bf16_e210")
     _run(tree / "runs" / "p1_frontier_data_rates" / "fa32a6468580")
     (tree / "runs" / "p1_levers_cpu" / "lr_m30_g1.2_s2_bf16_e39").mkdir()  # another run kind: not exported
-    al = tmp_path / "anchorlab"
-    al.write_text(f'#!/usr/bin/env bash\nexec "{sys.executable}" -m anchorlab.cli "$@"\n')
-    al.chmod(0o755)
-    done = subprocess.run(["bash", str(tree / "experiments" / "sync_cpu_records.sh")], capture_output=True,
-                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "ANCHORLAB": str(al)})
-    assert done.returncode == 0, done.stderr
+    done = sync(tree, tmp_path)
     e210 = tree / "docs" / "p1_levers" / "cpu_bf16" / "lr_m30_g1.2_s2_e210"
     half = tree / "docs" / "p1_frontier" / "data_rates_cpu_bf16" / "n450000" / "fa32a6468580"
     for d in (e210, half):
@@ -63,12 +69,7 @@ def test_a_restarted_run_never_overwrites_another_trajectorys_records(tmp_path):
         (docs / f"lr_m30_g1.2_s{seed}_e210" / rundir.EPOCHS).write_text(
             "".join(f'{{"epoch": {e}, "step": {370 * e}, "train_loss": {first if e == 1 else 1.0}}}\n'
                     for e in (1, 2, 3)))
-    al = tmp_path / "anchorlab"
-    al.write_text(f'#!/usr/bin/env bash\nexec "{sys.executable}" -m anchorlab.cli "$@"\n')
-    al.chmod(0o755)
-    done = subprocess.run(["bash", str(tree / "experiments" / "sync_cpu_records.sh")], capture_output=True,
-                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "ANCHORLAB": str(al)})
-    assert done.returncode == 0, done.stderr
+    done = sync(tree, tmp_path)
     assert sorted(p.name for p in docs.iterdir()) == ["lr_m30_g1.2_s2_e210", "lr_m30_g1.2_s2_e210_restart",
                                                       "lr_m30_g1.2_s3_e210"]
     for seed in (2, 3):  # the committed records stand
