@@ -88,7 +88,12 @@ for job in "${JOBS[@]}"; do
         gs=$("$PY" -c 'import json, sys; c = json.load(open(sys.argv[1]))
 print("g%g_s%d" % (c["init"]["gamma"], c["seeds"]["data_seed"]))' "$r/config.json" 2>/dev/null)
         resume=$r/checkpoints/resume.safetensors
-        [ "$first" = 1 ] && [[ " $BACK " == *" $gs "* ]] || continue
+        carried=0; [ -d "${GPU_BACK:-runs/gpu_back}/$name/$(basename "$r")" ] && carried=1
+        if [ "$carried" = 1 ] && [ -f "$r/DONE" ]; then  # a carried run that finished: always its last weights
+            :  # (the ingest then drops its carried state, so no later call continues it again)
+        elif [ "$first" != 1 ] || [[ " $BACK " != *" $gs "* ]]; then
+            continue
+        fi
         if [ -f "$r/DONE" ]; then  # finished: its last weights (~11 MB), for the figures here
             last=$(ls "$r"/checkpoints/step_*.safetensors 2>/dev/null | tail -1)
             [ -n "$last" ] && cp "$last" "$OUT/last__${name}__${gs}_$(basename "$last")"

@@ -193,7 +193,7 @@ weights_to_runs e210 "docs/p1_levers/m30_e210_$TAG" runs/p1_m30_e210_weights
 # resume state in parts, joined and checked against back__<job>__gG_sN.sha256, becomes GPU_BACK/<job>/<run id>/
 # (its records from the tar, the state as its resume file), for the next session's call to continue (carry
 # ["runs/gpu_back"]); its weights, and last__<job>__gG_sN_step_S.safetensors (a finished run's), become
-# runs/<job>_weights/<run id>/ (records and one checkpoint) for the figures.
+# runs/<job>_weights/<run id>/ (records and one checkpoint) for the figures; a finished run leaves GPU_BACK.
 for sum in "$SRC"/back__*.sha256; do
     [ -f "$sum" ] || continue
     joined=${sum%.sha256}.safetensors
@@ -226,6 +226,8 @@ for f in sorted(joined.glob("back__*__*.safetensors")) + sorted(src.glob("last__
     with safe_open(str(f), "pt") as h:
         meta = h.metadata() or {}
     step = int(meta["step"]) if kind == "back" else int(rest.split("_step_")[1])
+    if kind == "last":  # finished: its carried state (if this run was carried in) is done with
+        shutil.rmtree(back / job / run.name, ignore_errors=True)
     if kind == "back":
         records(run, back / job / run.name)
         shutil.copy(f, back / job / run.name / "checkpoints" / "resume.safetensors")

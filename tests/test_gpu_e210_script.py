@@ -130,3 +130,16 @@ def test_a_resume_state_comes_back_in_parts_of_at_most_15_mib(tmp_path):
     assert [p.name[-6:] for p in parts] == ["part00", "part01", "part02"]
     assert all(p.stat().st_size <= 15 * 2**20 for p in parts)
     assert b"".join(p.read_bytes() for p in parts) == state
+
+
+@NEEDS
+def test_a_carried_run_that_finished_always_sends_its_last_weights(tmp_path):
+    """A run carried in and finished on the device sends its last weights back whatever BACK names, so the ingest
+    can retire its carried state (no later call continues it again)."""
+    best = tmp_path / "runs" / "gpu_next" / "p1_best_rates_e210"
+    fake_run(best / "aaa", 1.2, 3, done=True)  # carried in (below), finished here
+    fake_run(best / "bbb", 1.2, 2, done=True)  # finished, neither carried nor named: nothing
+    fake_run(tmp_path / "back" / "p1_best_rates_e210" / "aaa", 1.2, 3)
+    run_script(tmp_path, BACK="g1.2_s1")
+    assert sorted(p.name for p in (tmp_path / "out").glob("*__*")) == [
+        "last__p1_best_rates_e210__g1.2_s3_step_0077700.safetensors"]

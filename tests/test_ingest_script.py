@@ -144,3 +144,11 @@ def test_ingest_joins_a_returned_resume_state_for_the_next_call(tmp_path, intact
     assert list(load_file(str(weights))) == ["embed.W_E"]
     torch.testing.assert_close(load_file(str(weights))["embed.W_E"], state["model.embed.W_E"])
     assert "resume state at epoch 108 (g1.2_s1), for the next call" in done.stdout
+    # the next session's call finished it: its last weights come back, and its carried state is retired
+    for part in tmp_path.glob("back__*"):
+        part.unlink()
+    last = "last__p1_best_rates_e210__g1.2_s1_step_0077700.safetensors"
+    save_file({"embed.W_E": torch.zeros(2, 3)}, str(tmp_path / last))
+    ingest(tree, tmp_path, "h200_bf16_k6")
+    assert not carried.exists()
+    assert (weights.parent / "step_0077700.safetensors").is_file()
