@@ -41,12 +41,11 @@ GAMMA_LINE = Path(__file__).resolve().parents[2] / "docs" / "p1_paper_gamma" / "
 # The γ line's two ends with P1's schedule compressed to 60 epochs (docs/p1_frontier.md; absent until run).
 EPOCHS60 = Path(__file__).resolve().parents[2] / "docs" / "p1_frontier" / "epochs60"
 # The paper-config runs trained on toward P1's full 210 epochs at its top rate (docs/p1_frontier.md, "Training on
-# past epoch 27"): the CPU queue's (experiments/cpu_p1_m30_e210.sh), run folders named *_e210, committed as they
-# train, and one GPU call's (experiments/gpu_p1_m30_e210.sh), folders named by run id.
+# past epoch 27"): the CPU queue's (experiments/cpu_p1_m30_e210.sh), run folders named *_e210 (a restarted run
+# that rounds differently beside it as *_e210_restart), committed as they train, and each GPU call's
+# (experiments/gpu_p1_m30_e210.sh), folders m30_e210_<device and group>/<run id> (LONG_RUNS_GPU: the first).
 LONG_RUNS = Path(__file__).resolve().parents[2] / "docs" / "p1_levers" / "cpu_bf16"
 LONG_RUNS_GPU = Path(__file__).resolve().parents[2] / "docs" / "p1_levers" / "m30_e210_h200_bf16"
-# every trajectory of P1's top rate to epoch 210: the CPU runs (restarted ones that round differently beside
-# them) and each GPU call's runs (docs/p1_levers/m30_e210_<device and group>/<run id>)
 LONG_RUN_SOURCES = ((LONG_RUNS, "*_e210"), (LONG_RUNS, "*_e210_restart"), (LONG_RUNS_GPU.parent, "m30_e210_*/*"))
 DEFAULT_P2_SPEC = DEFAULT_SPEC.with_name("demo_p2.toml")
 P2_COLUMNS = ("model", "gamma", "seed", "mem_acc", "rsn_train_acc", "rsn_test_acc", "final_train_loss")
