@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# One device call (issue 16): P1's full 210-epoch schedule, both ends of the γ line × our data seeds 1-3, as
-# batched groups of 6, eagerly (GRAPH=1: each step replayed as one CUDA graph, train.cuda_graph, 1.03x faster
-# on one H200; GRAPH=check: tested on the device first, ~40 s, more than the graph saves in a call). Two jobs:
-# configs/sweeps/p1_best_rates_e210.toml (the rates where our seeds read best at epoch 27: γ 1.2 at m = 17.5,
-# γ 0.3 at m = 20) and configs/sweeps/p1_m30_e210.toml (P1's top grid rate, m = 30), in that order (FIRST=m30
-# for the other), the second with the time the first leaves:
+# One device call (issue 16): P1's full 210-epoch schedule as batched groups of 6, eagerly (GRAPH=1: each step
+# replayed as one CUDA graph, train.cuda_graph, 1.03x faster on one H200; GRAPH=check: tested on the device first,
+# ~40 s, more than the graph saves in a call). Two jobs, the second with the time the first leaves:
+# configs/sweeps/p1_composers_e210.toml (the group of 6 that gave P1's best-over-rates composers of seeds 1 and 2,
+# γ 1.2 at m = 17.5 and 12.5, retraced bit for bit on an H200 with torch 2.11 and continued to epoch 210; on
+# another card a new draw of the same group), then
+# configs/sweeps/p1_best_rates_e210.toml (γ 1.2 at m = 17.5, γ 0.3 at m = 20); FIRST=best: the best rates, then
+# configs/sweeps/p1_m30_e210.toml (P1's top grid rate, m = 30, both ends); FIRST=m30: the other way round.
 #  1. with GRAPH=check, tests/test_cuda_graph.py (a graphed group trains as the eager one, across a resumed
 #     session: bit for bit in fp32 and bf16, and to 1e-4 in fp32): log in $OUT/cuda_graph_tests.log; the sweep
 #     uses the graph only if the fp32 test to 1e-4 passes. Passed on one H200 on 2026-11-28, all four tests;
@@ -14,8 +16,8 @@
 #  3. the first job, until LIMIT; 4. the second, with the time left.
 # Across sessions: one session's 15 minutes of device time take a group of 6 to about epoch 108 of 210
 # (2026-11-28, m = 30: docs/p1_levers/m30_e210_h200_bf16_k6/), and a new machine starts bare. So each call sends
-# back the resume state of one of the first job's runs (BACK, default g1.2_s1: 32.8 MB in three parts of at most
-# 15 MiB and a checksum; a finished run sends its last weights instead), and the ingest sets it up as
+# back the resume state of one of the first job's runs (BACK, default g1.2_m17.5_s1: 32.8 MB in three parts of
+# at most 15 MiB and a checksum; a finished run sends its last weights instead), and the ingest sets it up as
 # runs/gpu_back/<job>/<run id>/. The next session's call, run with carry ["runs/gpu_back"] (the working tree and
 # what is carried travel in 64 MiB: one run's state fits), continues that run first, alone (~102 epochs left:
 # ~8 min at ~13 ms a step), then trains the rest. A run so continued rounds in a group of 1 from there on (its
@@ -25,9 +27,9 @@
 #   device run:   bash experiments/gpu_p1_m30_e210.sh        (timeout_s 600; again at once with LIMIT=...)
 #                 (carry ["runs/gpu_back"] when an earlier session's resume states are there)
 #   here, after:  bash experiments/ingest_gpu_next.sh FILES_AT h200_bf16   (h100_bf16 on an H100)
-# What comes back: the runs' small outputs as $OUT/p1_gpu_next.tar.gz, and back__<job>__gG_sN.safetensors.partNN
-# with back__<job>__gG_sN.sha256 (a resume state) or last__<job>__gG_sN_step_*.safetensors (a finished run's last
-# weights).
+# What comes back: the runs' small outputs as $OUT/p1_gpu_next.tar.gz, and back__<job>__gG_mM_sN.safetensors.partNN
+# with back__<job>__gG_mM_sN.sha256 (a resume state) or last__<job>__gG_mM_sN_step_*.safetensors (a finished run's
+# last weights).
 # Set LIMIT (seconds) to stop earlier; PY (default python3); SWEEP and K for another part of the experiment
 # (SWEEP=configs/sweeps/p1_m30_e210_pair.toml K=2 FIRST=m30 repeats 2026-11-28's first call;
 # FIRST=m30 GRAPH=1 its second session's).
@@ -68,12 +70,17 @@ for r in "${GPU_BACK:-runs/gpu_back}"/*/*/; do
     mkdir -p "$(dirname "$dest")" && cp -r "$r" "$dest" && rm -f "$dest/LOCK"
     echo "carried in: $dest, from epoch $(tail -n 1 "$dest/epochs.jsonl" | cut -d, -f1 | tr -dc 0-9)"
 done
-if [ "${FIRST:-best}" = best ]; then JOBS=("$BEST:p1_best_rates_e210" "$SWEEP:p1_m30_e210")
-else JOBS=("$SWEEP:p1_m30_e210" "$BEST:p1_best_rates_e210"); fi
-# The first job's run named in BACK (gG_sN) sends its resume state back, so a later session continues it (the
+COMPOSERS=configs/sweeps/p1_composers_e210.toml
+case "${FIRST:-composers}" in
+    composers) JOBS=("$COMPOSERS:p1_composers_e210" "$BEST:p1_best_rates_e210") ;;
+    best) JOBS=("$BEST:p1_best_rates_e210" "$SWEEP:p1_m30_e210") ;;
+    *) JOBS=("$SWEEP:p1_m30_e210" "$BEST:p1_best_rates_e210") ;;
+esac
+# The first job's run named in BACK (gG_mM_sN: γ, rate multiplier, data seed) sends its resume state back, so a
+# later session continues it (the
 # ingest puts it under runs/gpu_back/). One run: its 32.8 MB, carried in beside the ~26 MB working tree, is what
 # fits in the 64 MiB a call takes along.
-BACK=${BACK:-g1.2_s1}
+BACK=${BACK:-g1.2_m17.5_s1}
 first=1
 for job in "${JOBS[@]}"; do
     IFS=: read -r sweep name <<< "$job"
@@ -86,7 +93,8 @@ for job in "${JOBS[@]}"; do
         [ -f "$r/config.json" ] || continue
         echo "$(basename "$r"): $(tail -n 1 "$r/metrics.jsonl" 2>/dev/null | cut -c1-200)"
         gs=$("$PY" -c 'import json, sys; c = json.load(open(sys.argv[1]))
-print("g%g_s%d" % (c["init"]["gamma"], c["seeds"]["data_seed"]))' "$r/config.json" 2>/dev/null)
+t = c["train"]
+print("g%g_m%g_s%d" % (c["init"]["gamma"], t["lr_multiplier"], c["seeds"]["data_seed"]))' "$r/config.json" 2>/dev/null)
         resume=$r/checkpoints/resume.safetensors
         carried=0; [ -d "${GPU_BACK:-runs/gpu_back}/$name/$(basename "$r")" ] && carried=1
         if [ "$carried" = 1 ] && [ -f "$r/DONE" ]; then  # a carried run that finished: always its last weights

@@ -16,6 +16,8 @@
 #                                       p1-{curves,readouts}_m30_e210_TAG
 #   docs/p1_levers/best_rates_e210_TAG/ the same schedule at the best epoch-27 rates (γ 1.2 m = 17.5, γ 0.3
 #                                       m = 20), and p1-{curves,readouts}_best_rates_e210_TAG
+#   docs/p1_levers/composers_e210_TAG/  the group of P1's best-over-rates composers continued to epoch 210
+#                                       (configs/sweeps/p1_composers_e210.toml), and p1-{curves,readouts}_...
 #   docs/p1_levers/wd_TAG/wdW/, lr_TAG/mM/  weight decay W at both ends, γ 1.2 at P1's rate multiplier M (one
 #                                       folder per value), and p1-{gamma,curves}_{wd,lr}_TAG_{wdW,mM}
 #                                       and p1-gamma_lr_TAG_best_of_rates (P1 §4: per seed the best over the
@@ -90,6 +92,7 @@ copy_runs "$G/p1_wd_ends" "docs/p1_levers/wd_$TAG"
 copy_runs "$G/p1_gamma12_lr" "docs/p1_levers/lr_$TAG"
 copy_runs "$G/p1_m30_e210" "docs/p1_levers/m30_e210_$TAG"
 copy_runs "$G/p1_best_rates_e210" "docs/p1_levers/best_rates_e210_$TAG"
+copy_runs "$G/p1_composers_e210" "docs/p1_levers/composers_e210_$TAG"
 split_by "docs/p1_levers/wd_$TAG" train.weight_decay wd
 split_by "docs/p1_levers/lr_$TAG" train.lr_multiplier m
 figures docs/p1_frontier/epochs60 docs/p1_frontier epochs60 p1-gamma p1-curves p1-condensation
@@ -99,6 +102,7 @@ figures "docs/p1_levers/both_lr30_$TAG" docs/p1_levers "both_lr30_$TAG" p1-gamma
 figures "docs/p1_paper_gamma/${TAG}_e60" docs/p1_paper_gamma e60 p1-curves p1-condensation
 figures "docs/p1_levers/m30_e210_$TAG" docs/p1_levers "m30_e210_$TAG" p1-curves p1-readouts
 figures "docs/p1_levers/best_rates_e210_$TAG" docs/p1_levers "best_rates_e210_$TAG" p1-curves p1-readouts
+figures "docs/p1_levers/composers_e210_$TAG" docs/p1_levers "composers_e210_$TAG" p1-curves p1-readouts
 for d in docs/p1_levers/wd_"$TAG"/wd* docs/p1_levers/lr_"$TAG"/m*; do
     [ -d "$d" ] && figures "$d" docs/p1_levers "$(basename "$(dirname "$d")")_$(basename "$d")" p1-gamma p1-curves
 done
@@ -189,10 +193,10 @@ EOF
 }
 weights_to_runs ep60 docs/p1_frontier/epochs60 runs/p1_frontier_epochs60_weights
 weights_to_runs e210 "docs/p1_levers/m30_e210_$TAG" runs/p1_m30_e210_weights
-# experiments/gpu_p1_m30_e210.sh since 2026-11-28 (second session): back__<job>__gG_sN.safetensors.partNN, a run's
-# resume state in parts, joined and checked against back__<job>__gG_sN.sha256, becomes GPU_BACK/<job>/<run id>/
+# experiments/gpu_p1_m30_e210.sh since 2026-11-28 (second session): back__<job>__gG_mM_sN.safetensors.partNN, a
+# run's resume state in parts, joined and checked against its .sha256, becomes GPU_BACK/<job>/<run id>/
 # (its records from the tar, the state as its resume file), for the next session's call to continue (carry
-# ["runs/gpu_back"]); its weights, and last__<job>__gG_sN_step_S.safetensors (a finished run's), become
+# ["runs/gpu_back"]); its weights, and last__<job>__gG_mM_sN_step_S.safetensors (a finished run's), become
 # runs/<job>_weights/<run id>/ (records and one checkpoint) for the figures; a finished run leaves GPU_BACK.
 for sum in "$SRC"/back__*.sha256; do
     [ -f "$sum" ] || continue
@@ -206,11 +210,12 @@ import json, pathlib, shutil, sys
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 src, tar_runs, back, joined = map(pathlib.Path, sys.argv[1:5])
-def run_of(job, gs):
-    g, s = gs[1:].split("_s")
+def run_of(job, gms):  # gG_mM_sN: γ, rate multiplier, data seed
+    g, rest = gms[1:].split("_m")
+    m, s = rest.split("_s")
     for p in sorted((tar_runs / job).glob("*/config.json")):
         c = json.loads(p.read_text())
-        if c["init"]["gamma"] == float(g) and c["seeds"]["data_seed"] == int(s):
+        if (c["init"]["gamma"], c["train"]["lr_multiplier"], c["seeds"]["data_seed"]) == (float(g), float(m), int(s)):
             return p.parent
 def records(run, dest):
     shutil.rmtree(dest, ignore_errors=True)

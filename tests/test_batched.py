@@ -213,3 +213,27 @@ def test_reference_parts_batch_as_alone(tmp_path):
     with pytest.raises(ConfigError, match="train.epochs"):  # the file records 3 epochs of batch order
         train_batched([cfgs[0].replace(**{"train.epochs": 4})], [tmp_path / "x"], show_progress=False)
     assert not (tmp_path / "x").exists()
+
+
+def test_a_longer_schedule_retraces_a_shorter_group_bit_for_bit(tmp_path):
+    """The same group with train.epochs raised (P1's warm-up/cosine schedule does not depend on it, nor does the
+    batch order) trains exactly the shorter group's epochs first: so a sweep of the same runs to epoch 210
+    continues runs that were read at epoch 27 (configs/sweeps/p1_composers_e210.toml), in bf16 as they trained."""
+    over = {"train.precision": "bf16", "train.cosine_epochs": 8.0}
+    short = [small(**o, **over) for o in THREE]
+    long = [small(**o, **over, **{"train.epochs": 5}) for o in THREE]
+    train_batched(short, [tmp_path / f"s{k}" for k in range(3)], show_progress=False)
+    train_batched(long, [tmp_path / f"l{k}" for k in range(3)], show_progress=False)
+    for k in range(3):
+        s, ln = rundir.read_metrics(tmp_path / f"s{k}"), rundir.read_metrics(tmp_path / f"l{k}")
+        by_epoch = {r["epoch"]: r for r in ln}
+        common = [r for r in s if r["epoch"] in by_epoch]  # (the short run's last epoch is always evaluated)
+        assert len(common) >= 2 and max(by_epoch) > s[-1]["epoch"]
+        for rs in common:  # every logged number, to the last digit
+            assert rs == {m: by_epoch[rs["epoch"]][m] for m in rs}
+        both = set(rundir.checkpoint_steps(tmp_path / f"s{k}")) & set(rundir.checkpoint_steps(tmp_path / f"l{k}"))
+        assert max(both) > 0
+        ws = load_file(str(rundir.checkpoint_path(tmp_path / f"s{k}", max(both))))
+        wl = load_file(str(rundir.checkpoint_path(tmp_path / f"l{k}", max(both))))
+        for name in ws:
+            assert torch.equal(ws[name], wl[name])

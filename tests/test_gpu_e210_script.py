@@ -43,10 +43,11 @@ def run_script(tmp_path: Path, passes: bool = True, **extra: str) -> subprocess.
     return done
 
 
-def fake_run(d: Path, gamma: float, seed: int, done: bool = False) -> Path:
+def fake_run(d: Path, gamma: float, seed: int, done: bool = False, m: float = 17.5) -> Path:
     """A run directory as a device session leaves it: records, a resume state or (finished) checkpoints."""
     (d / "checkpoints").mkdir(parents=True)
-    (d / "config.json").write_text(json.dumps({"init": {"gamma": gamma}, "seeds": {"data_seed": seed}}))
+    (d / "config.json").write_text(json.dumps({"init": {"gamma": gamma}, "seeds": {"data_seed": seed},
+                                               "train": {"lr_multiplier": m}}))
     (d / "epochs.jsonl").write_text('{"epoch": 3, "step": 1110}\n{"epoch": 4, "step": 1480}\n')
     (d / "LOCK").write_text("{}")
     if done:
@@ -65,9 +66,9 @@ def test_with_graph_check_the_sweep_uses_the_graph_only_once_it_passed_on_the_de
         run_script(tmp_path, passes, GRAPH="check")
         calls = log.read_text().splitlines()
         sweeps = [c.split("sweep ", 1)[1] for c in calls if " sweep " in f" {c} " and "--dry-run" not in c]
-        assert len(sweeps) == 2 * call  # the 210-epoch protocol at the best rates, then at m = 30 (time left)
-        assert sweeps[-2].startswith("configs/sweeps/p1_best_rates_e210.toml")
-        assert sweeps[-1].startswith("configs/sweeps/p1_m30_e210.toml")
+        assert len(sweeps) == 2 * call  # the composers' group to epoch 210, then the best rates (time left)
+        assert sweeps[-2].startswith("configs/sweeps/p1_composers_e210.toml")
+        assert sweeps[-1].startswith("configs/sweeps/p1_best_rates_e210.toml")
         for sweep in sweeps[-2:]:
             assert "--batch-models 6" in sweep and ("--set train.cuda_graph=true" in sweep) is passes
         dry = [c for c in calls if "--dry-run" in c]  # the graph needs the local backend in a dry run too
@@ -94,19 +95,21 @@ def test_by_default_the_sweeps_train_eagerly_and_nothing_is_tested_on_the_device
 
 @NEEDS
 def test_resume_states_of_the_first_jobs_named_runs_come_back_and_carried_runs_continue(tmp_path):
-    best = tmp_path / "runs" / "gpu_next" / "p1_best_rates_e210"
+    best = tmp_path / "runs" / "gpu_next" / "p1_composers_e210"
     fake_run(best / "aaa", 1.2, 1)
     fake_run(best / "bbb", 1.2, 2, done=True)
     fake_run(best / "ccc", 1.2, 3)
     fake_run(best / "ddd", 0.3, 1)
-    fake_run(tmp_path / "runs" / "gpu_next" / "p1_m30_e210" / "eee", 1.2, 1)  # the second job's: not sent
-    carried = fake_run(tmp_path / "back" / "p1_best_rates_e210" / "fff", 1.2, 1)
-    kept = fake_run(tmp_path / "back" / "p1_best_rates_e210" / "aaa", 1.2, 1)  # a warm machine's copy is newer
+    fake_run(tmp_path / "runs" / "gpu_next" / "p1_best_rates_e210" / "eee", 1.2, 1)  # the second job's: not sent
+    fake_run(tmp_path / "runs" / "gpu_next" / "p1_m30_e210" / "ggg", 1.2, 1, m=30.0)
+    carried = fake_run(tmp_path / "back" / "p1_composers_e210" / "fff", 1.2, 1)
+    kept = fake_run(tmp_path / "back" / "p1_composers_e210" / "aaa", 1.2, 1)  # a warm machine's copy is newer
     (kept / "checkpoints" / "resume.safetensors").write_text("older")
-    out = run_script(tmp_path, BACK="g1.2_s1 g1.2_s2").stdout  # seed 2 has finished: its last weights come back
+    out = run_script(tmp_path, BACK="g1.2_m17.5_s1 g1.2_m17.5_s2").stdout  # seed 2 finished: its last weights
     sent = sorted(p.name for p in (tmp_path / "out").glob("*__*"))
-    assert sent == ["back__p1_best_rates_e210__g1.2_s1.safetensors.part00", "back__p1_best_rates_e210__g1.2_s1.sha256",
-                    "last__p1_best_rates_e210__g1.2_s2_step_0077700.safetensors"]
+    assert sent == ["back__p1_composers_e210__g1.2_m17.5_s1.safetensors.part00",
+                    "back__p1_composers_e210__g1.2_m17.5_s1.sha256",
+                    "last__p1_composers_e210__g1.2_m17.5_s2_step_0077700.safetensors"]
     assert (tmp_path / "out" / sent[0]).read_text() == "state 1.2 1"  # the machine's own, not the carried copy
     digest = hashlib.sha256(b"state 1.2 1").hexdigest()
     assert (tmp_path / "out" / sent[1]).read_text() == f"{digest}  resume.safetensors\n"
@@ -114,15 +117,15 @@ def test_resume_states_of_the_first_jobs_named_runs_come_back_and_carried_runs_c
     assert (continued / "checkpoints" / "resume.safetensors").read_text() == "state 1.2 1"
     assert not (continued / "LOCK").exists() and (carried / "LOCK").exists()
     assert f"carried in: {continued}, from epoch 4" in out
-    sent_m30 = run_script(tmp_path, FIRST="m30", BACK="g1.2_s1").stdout  # the other order, one run sent
+    sent_m30 = run_script(tmp_path, FIRST="m30", BACK="g1.2_m30_s1").stdout  # m = 30 first, its run sent
     assert "no time left" not in sent_m30
-    assert (tmp_path / "out" / "back__p1_m30_e210__g1.2_s1.safetensors.part00").read_text() == "state 1.2 1"
+    assert (tmp_path / "out" / "back__p1_m30_e210__g1.2_m30_s1.safetensors.part00").read_text() == "state 1.2 1"
 
 
 @NEEDS
 def test_a_resume_state_comes_back_in_parts_of_at_most_15_mib(tmp_path):
     """A returned file is 16 MiB at most: a 32.8 MB resume state comes back in three parts that join to it."""
-    run = fake_run(tmp_path / "runs" / "gpu_next" / "p1_best_rates_e210" / "aaa", 1.2, 1)
+    run = fake_run(tmp_path / "runs" / "gpu_next" / "p1_composers_e210" / "aaa", 1.2, 1)
     state = bytes(range(256)) * (32_800_000 // 256)
     (run / "checkpoints" / "resume.safetensors").write_bytes(state)
     run_script(tmp_path)
@@ -136,10 +139,10 @@ def test_a_resume_state_comes_back_in_parts_of_at_most_15_mib(tmp_path):
 def test_a_carried_run_that_finished_always_sends_its_last_weights(tmp_path):
     """A run carried in and finished on the device sends its last weights back whatever BACK names, so the ingest
     can retire its carried state (no later call continues it again)."""
-    best = tmp_path / "runs" / "gpu_next" / "p1_best_rates_e210"
+    best = tmp_path / "runs" / "gpu_next" / "p1_composers_e210"
     fake_run(best / "aaa", 1.2, 3, done=True)  # carried in (below), finished here
     fake_run(best / "bbb", 1.2, 2, done=True)  # finished, neither carried nor named: nothing
-    fake_run(tmp_path / "back" / "p1_best_rates_e210" / "aaa", 1.2, 3)
-    run_script(tmp_path, BACK="g1.2_s1")
+    fake_run(tmp_path / "back" / "p1_composers_e210" / "aaa", 1.2, 3)
+    run_script(tmp_path, BACK="g1.2_m17.5_s1")
     assert sorted(p.name for p in (tmp_path / "out").glob("*__*")) == [
-        "last__p1_best_rates_e210__g1.2_s3_step_0077700.safetensors"]
+        "last__p1_composers_e210__g1.2_m17.5_s3_step_0077700.safetensors"]

@@ -115,10 +115,10 @@ def test_ingest_joins_a_returned_resume_state_for_the_next_call(tmp_path, intact
     tree = tmp_path / "tree"
     (tree / "experiments").mkdir(parents=True)
     shutil.copy(ROOT / "experiments" / "ingest_gpu_next.sh", tree / "experiments")
-    run = tmp_path / "back" / "gpu_next" / "p1_best_rates_e210" / "rid1"
+    run = tmp_path / "back" / "gpu_next" / "p1_composers_e210" / "rid1"
     run.mkdir(parents=True)
     (run / "config.json").write_text(json.dumps({"init": {"gamma": 1.2}, "seeds": {"data_seed": 1},
-                                                 "task": {}, "train": {}}))
+                                                 "task": {}, "train": {"lr_multiplier": 17.5}}))
     for f in ("metrics.jsonl", "epochs.jsonl", "sessions.jsonl", "LOCK"):
         (run / f).write_text("")
     with tarfile.open(tmp_path / "p1_gpu_next.tar.gz", "w:gz") as tar:
@@ -126,14 +126,14 @@ def test_ingest_joins_a_returned_resume_state_for_the_next_call(tmp_path, intact
     state = {"model.embed.W_E": torch.arange(6.0).reshape(2, 3), "optim.embed.W_E.exp_avg": torch.ones(2, 3)}
     save_file(state, str(tmp_path / "state.safetensors"), metadata={"step": "40040", "epoch": "108"})
     raw = (tmp_path / "state.safetensors").read_bytes()
-    stem = tmp_path / "back__p1_best_rates_e210__g1.2_s1"
+    stem = tmp_path / "back__p1_composers_e210__g1.2_m17.5_s1"
     half = len(raw) // 2
     Path(f"{stem}.safetensors.part00").write_bytes(raw[:half])
     Path(f"{stem}.safetensors.part01").write_bytes(raw[half:] if intact else raw[half:-1] + b"X")
     Path(f"{stem}.sha256").write_text(f"{hashlib.sha256(raw).hexdigest()}  resume.safetensors\n")
     done = ingest(tree, tmp_path, "h200_bf16_k6")
-    carried = tree / "runs" / "gpu_back" / "p1_best_rates_e210" / "rid1"
-    weights = tree / "runs" / "p1_best_rates_e210_weights" / "rid1" / "checkpoints" / "step_0040040.safetensors"
+    carried = tree / "runs" / "gpu_back" / "p1_composers_e210" / "rid1"
+    weights = tree / "runs" / "p1_composers_e210_weights" / "rid1" / "checkpoints" / "step_0040040.safetensors"
     if not intact:
         assert "its parts do not give the state sent (checksum): not set up" in done.stdout
         assert not carried.exists() and not weights.exists()
@@ -143,11 +143,11 @@ def test_ingest_joins_a_returned_resume_state_for_the_next_call(tmp_path, intact
                                                          "metrics.jsonl", "sessions.jsonl"]  # no LOCK
     assert list(load_file(str(weights))) == ["embed.W_E"]
     torch.testing.assert_close(load_file(str(weights))["embed.W_E"], state["model.embed.W_E"])
-    assert "resume state at epoch 108 (g1.2_s1), for the next call" in done.stdout
+    assert "resume state at epoch 108 (g1.2_m17.5_s1), for the next call" in done.stdout
     # the next session's call finished it: its last weights come back, and its carried state is retired
     for part in tmp_path.glob("back__*"):
         part.unlink()
-    last = "last__p1_best_rates_e210__g1.2_s1_step_0077700.safetensors"
+    last = "last__p1_composers_e210__g1.2_m17.5_s1_step_0077700.safetensors"
     save_file({"embed.W_E": torch.zeros(2, 3)}, str(tmp_path / last))
     ingest(tree, tmp_path, "h200_bf16_k6")
     assert not carried.exists()
