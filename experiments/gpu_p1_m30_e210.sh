@@ -77,9 +77,8 @@ case "${FIRST:-composers}" in
     *) JOBS=("$SWEEP:p1_m30_e210" "$BEST:p1_best_rates_e210") ;;
 esac
 # The first job's run named in BACK (gG_mM_sN: γ, rate multiplier, data seed) sends its resume state back, so a
-# later session continues it (the
-# ingest puts it under runs/gpu_back/). One run: its 32.8 MB, carried in beside the ~26 MB working tree, is what
-# fits in the 64 MiB a call takes along.
+# later session continues it (the ingest puts it under runs/gpu_back/). Name one run: its 32.8 MB, carried in
+# beside the ~26 MB working tree, is what fits in the 64 MiB a call takes along (and a call returns 8 files).
 BACK=${BACK:-g1.2_m17.5_s1}
 first=1
 for job in "${JOBS[@]}"; do
