@@ -35,7 +35,7 @@ import torch
 from anchorlab import rundir
 from anchorlab.analysis.embeddings import item_tokens
 from anchorlab.analysis.summary import logs_readouts, mechanism_scalars, readouts
-from anchorlab.config import CompositeTaskConfig, RunConfig, load_config
+from anchorlab.config import CompositeTaskConfig, ConfigError, RunConfig, load_config
 from anchorlab.cpu import setup_cpu
 from anchorlab.metrics import evaluate
 from anchorlab.tasks import make_task_data
@@ -107,9 +107,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ap.error(f"--parts: {', '.join(unknown) or 'none given'}; allowed: {', '.join(PARTS)}")
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device: cuda asked for, but torch sees no GPU here; allowed: cpu, cuda")
+    for flag in ("threads", "k", "steps", "repeats"):
+        if getattr(args, flag) < 1:
+            ap.error(f"--{flag}: at least 1 (got {getattr(args, flag)})")
+    try:
+        cfg = load_config(args.config, args.set)
+    except (ConfigError, FileNotFoundError) as e:
+        ap.error(str(e))
     setup_cpu(args.threads)
     device = torch.device(args.device)
-    cfg = load_config(args.config, args.set)
     tc = cfg.train
     x, y, d_vocab = train_rows(cfg)
     amp = torch.bfloat16 if tc.precision == "bf16" else None

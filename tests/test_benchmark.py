@@ -74,9 +74,12 @@ def test_eval_cost_times_each_part_against_the_batched_step(tmp_path):
     assert r["share"] == pytest.approx(window / (window + 2 * r["steps_per_epoch"] * step))
 
 
-def test_eval_cost_refuses_an_unknown_part(capsys):
+def test_eval_cost_refuses_bad_input_in_one_line(capsys):
     from benchmarks import eval_cost
 
-    with pytest.raises(SystemExit) as e:
-        eval_cost.main(["--parts", "evaluate,plots"])
-    assert e.value.code == 2 and "--parts: plots; allowed: evaluate," in capsys.readouterr().err
+    for argv, says in ((["--parts", "evaluate,plots"], "--parts: plots; allowed: evaluate,"),
+                       (["--k", "0"], "--k: at least 1 (got 0)"),
+                       (["--set", "model.bogus=1"], "model.bogus: unknown config key")):
+        with pytest.raises(SystemExit) as e:
+            eval_cost.main(argv)
+        assert e.value.code == 2 and says in capsys.readouterr().err

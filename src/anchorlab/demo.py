@@ -273,7 +273,7 @@ def long_runs_text(sources: Sequence[tuple[Path, str]] = LONG_RUN_SOURCES, early
         who = (cfg["init"]["gamma"], cfg["seeds"]["data_seed"])
         head = f"γ {who[0]:g} seed {who[1]}" if who != previous else ""
         previous = who
-        notes = ", ".join(n for n in (f"one {place}" if place not in ("", "CPU") else "CPU",
+        notes = ", ".join(n for n in (f"one {place}" if place not in ("", "CPU") else place,
                                       "" if done else "unfinished") if n)
         lines.append(f"    {head:<14}{then}epoch {last['epoch']} of {cfg['train']['epochs']} "
                      f"{last['unseen_inferential_acc']:.2f}/{last['unseen_symmetric_acc']:.2f} ({notes})")

@@ -139,7 +139,8 @@ def probe_information_flows(model: torch.nn.Module, tokens: Tensor) -> np.ndarra
 
     names = [f"blocks.{i}.attn.hook_pattern" for i in range(len(model.blocks))]
     _, cache = run_with_cache(model, tokens, names=names, stop_early=True)
-    return np.stack([cache[n].cpu().numpy().astype(np.float64).mean(axis=1) for n in names], axis=1)
+    patterns = [cache[n].cpu().numpy() for n in names]  # per layer [N, H, Q, P]
+    return np.stack([information_flow([p[i] for p in patterns]) for i in range(len(tokens))])
 
 
 def mean_mechanism_scores(model: torch.nn.Module, task_cfg: CompositeTaskConfig,

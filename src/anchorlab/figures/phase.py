@@ -144,7 +144,7 @@ def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = 
                      "seen_test": last.get("seen_test_acc"), "status": "done" if done else "unfinished",
                      "pair": _probe_pair(cfg), "keys": keys,
                      "evaluation": "best" if use_best_epoch else "last" if epoch is None else f"epoch {epoch}",
-                     "varied": ", ".join(_varied_parts(varied)), "trained_on": rundir.trained_on(d), **varied})
+                     "varied": ", ".join(_varied_parts(varied)), **varied})
     return sorted(rows, key=lambda r: (r["model"], r["varied"], r["gamma"], r["seed"]))
 
 
