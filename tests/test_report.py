@@ -187,6 +187,16 @@ def test_mem_rsn_report_skips_what_does_not_apply(tmp_path, model, capsys):
         assert f"<li>{n}: " in text and f"<li>{n}: figure {n}:" not in text, n
 
 
+def test_a_folder_of_runs_is_a_section_per_run(composite_run, tmp_path):
+    folder = tmp_path / "runs"
+    for name in ("a", "b"):
+        shutil.copytree(composite_run, folder / name)
+    assert main(["report", str(folder)]) == 0
+    text = (folder / "report.html").read_text()
+    assert '<a href="#src-0">anchorlab run a</a><a href="#src-1">anchorlab run b</a>' in text
+    assert assert_self_contained(text).count("p1-fig3") == 2  # each run's figures, in its own section
+
+
 def test_bad_source_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="source"):
         write_report(tmp_path)

@@ -290,8 +290,9 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
             "(stacked weights); default 16 on a GPU, 1 on a CPU"), SET, ONLY, DRY]),
     "config": (_config, "print a resolved config as TOML, then the γ-std table of its model", [
         arg("config", nargs="?", help="TOML config of any run kind (default: the anchor-task defaults)"), SET]),
-    "report": (_report, "one self-contained HTML report of a run or sweep directory", [
-        arg("source", nargs="+", help="run directories (config.json) and/or sweep directories (sweep.json)"),
+    "report": (_report, "one self-contained HTML report of run and sweep directories", [
+        arg("source", nargs="+", help="run directories (config.json), sweep directories (sweep.json) and/or "
+            "folders of run directories (such as runs/: a section per run)"),
         arg("--out", help="HTML path (default FIRST_SOURCE/report.html)"),
         arg("--max-run-figures", type=int, help="sweeps: the runs compared in the P1 figures (default: one per "
             "grid point, the first seed's, at most 12); curves and single-run figures for 2 representative ones")]),

@@ -37,36 +37,47 @@ def gamma_section(sources: Sequence[Path]) -> str:
             + (drawn("p1-condensation", used, FIGURES["p1-condensation"].help) if logged else ""))
 
 
+def _sections(src: Path) -> list[Path]:
+    """The sections ``src`` stands for: itself when it is a sweep or a run directory; the run directories in it,
+    by name, when it is a folder of runs (such as ``runs/``). Anything else is one line naming it."""
+    if (src / MANIFEST).is_file() or (src / rundir.CONFIG).is_file():
+        return [src]
+    inside = run_dirs([src])
+    if inside == [src]:
+        raise ConfigError(f"source: {src} is neither a run directory ({rundir.CONFIG}), a sweep directory "
+                          f"({MANIFEST}) nor a folder of run directories")
+    return inside
+
+
 def write_report(source: str | Path | Sequence[str | Path], out: str | Path | None = None,
                  max_run_figures: int | None = None) -> Path:
-    """Write the HTML report of run directories (with ``config.json``) and/or sweep directories (with
-    ``sweep.json``), one section each, to ``out`` (default ``<first source>/report.html``); returns its path.
+    """Write the HTML report of run directories (with ``config.json``), sweep directories (with ``sweep.json``)
+    and folders of run directories (such as ``runs/``: a section per run), one section each, to ``out`` (default
+    ``<first source>/report.html``); returns its path.
     In a sweep the figures that compare runs are drawn over ``max_run_figures`` runs with a checkpoint
     (default: one per grid point, at most 12; those of the first seed first), and the curves and single-run
     figures of at most two representative runs among them (:func:`.anchor.representative`); every run gets
     its tables, and its curves are in the sweep's figure of all runs."""
-    sources = [Path(source)] if isinstance(source, (str, Path)) else [Path(s) for s in source]
-    if not sources:
+    given = [Path(source)] if isinstance(source, (str, Path)) else [Path(s) for s in source]
+    if not given:
         raise ConfigError("source: give at least one run or sweep directory")
+    sources = [d for src in given for d in _sections(src)]
     titles, bodies = [], []
     for i, src in enumerate(sources):
         anchor = f"s{i}-" if len(sources) > 1 else ""
         if (src / MANIFEST).is_file():
             kind = kinds.kind_of_data(rundir.read_json(src / MANIFEST).get("base", {}))
             title, body = kind.get("report_sweep")(src, max_run_figures, anchor)
-        elif (src / rundir.CONFIG).is_file():
+        else:
             title = f"anchorlab run {src.name}"
             body = kinds.kind_of_data(rundir.read_json(src / rundir.CONFIG)).get("report_run")(src, anchor)
-        else:
-            raise ConfigError(f"source: {src} is neither a run directory ({rundir.CONFIG}) nor a sweep "
-                              f"directory ({MANIFEST})")
         titles.append(title)
         bodies.append(body if len(sources) == 1 else f"<h1>{esc(title)}</h1>\n{body}")
     title = titles[0] if len(sources) == 1 else "anchorlab report: " + ", ".join(t.split(" ", 1)[1] for t in titles)
     header = f"<h1>{esc(title)}</h1>" if len(sources) == 1 else \
         "<nav>" + "".join(f'<a href="#src-{i}">{esc(t)}</a>' for i, t in enumerate(titles)) + "</nav>"
     body = "\n".join([gamma_section(sources), *(f'<section id="src-{i}">{b}</section>' for i, b in enumerate(bodies))])
-    out = Path(out) if out is not None else sources[0] / "report.html"
+    out = Path(out) if out is not None else given[0] / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
     page = (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(title)}</title>"
             f"<style>{CSS}</style></head><body>{header}\n{body}\n<script>{SORT_JS}</script></body></html>\n")
