@@ -8,8 +8,9 @@
 # Then redraw what reads them (docs/p1_frontier.md says which):
 #   anchorlab figure p1-curves docs/p1_levers/cpu_bf16/lr_m30_g{1.2_s1,1.2_s2,0.3_s1}_e210 --option loss=true
 #   anchorlab figure p1-curves docs/p1_levers/cpu_bf16/lr_m30_g{1.2_s1,1.2_s2,1.2_s3,0.3_s1}_e210 \
-#       docs/p1_levers/cpu_bf16/lr_m30_g1.2_s2_e210_restart docs/p1_levers/m30_e210_h200_bf16* --out /tmp/f
-#       (every trajectory: docs/p1_levers/p1-curves_m30_e210_all.{png,csv})
+#       docs/p1_levers/cpu_bf16/lr_m30_g1.2_s2_e210_restart docs/p1_levers/m30_e210_h200_bf16* \
+#       --option loss=true --option panels=run --out /tmp/f
+#       (every trajectory, a panel each: docs/p1_levers/p1-curves_m30_e210_runs.{png,csv})
 #   anchorlab figure p1-frontier docs/p1_frontier/points.toml --out docs/p1_frontier
 # Set ANCHORLAB (default .venv/bin/anchorlab).
 set -euo pipefail

@@ -388,6 +388,34 @@ def test_p1_curves_with_loss_adds_each_epochs_training_loss_under_the_accuracies
     assert top.get_yscale() == "linear" and len(plot_probe_curves([curve]).axes) == 1
 
 
+def test_p1_curves_panels_run_draws_a_panel_per_run_with_its_loss_on_the_right(tmp_path):
+    from anchorlab.plotting.figures import plot_probe_grid
+    from anchorlab.plotting.style import plt
+
+    def curve(group: str, label: str, loss: list[float] | None = None) -> dict:
+        extra = {"loss_epoch": list(range(1, len(loss) + 1)), "loss": loss} if loss else {}
+        return {"group": group, "label": label, "epoch": [0, 3], "inferential": [0.1, 0.9], "symmetric": [0, 0],
+                "seen_test": [0.2, 1.0], **extra}
+    curves = [curve("γ 0.3\nTransformer 2L", f"seed {s}", [4.0, 0.1, 1e-5]) for s in (1, 2)] + \
+        [curve("γ 1.2\nTransformer 2L", f"seed {s}", [4.0, 2.0, 1e-3]) for s in (1, 2, 3)]
+    fig = plot_probe_grid(curves)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    accuracy = [ax for ax in visible if ax.get_yscale() == "linear"]
+    loss = [ax for ax in visible if ax.get_yscale() == "log"]
+    assert len(accuracy) == len(loss) == 5  # 5 runs on a grid of 2 rows of 4: 3 panels hidden
+    assert [ax.get_title() for ax in accuracy] == ["γ 0.3\nseed 1", "γ 0.3\nseed 2", "γ 1.2\nseed 1",
+                                                    "γ 1.2\nseed 2", "γ 1.2\nseed 3"]
+    assert "Transformer 2L" in fig._suptitle.get_text()  # the line every panel shares, said once
+    assert list(loss[4].lines[0].get_ydata()) == [4.0, 2.0, 1e-3]
+    assert len({ax.get_ylim() for ax in loss}) == 1  # one loss scale for every panel
+    plt.close(fig)
+    run = fake_run(tmp_path / "g08", 0.8, 1, CURVES[(0.8, 1)], done=True)
+    assert draw("p1-curves", [run], tmp_path / "o", panels="run").is_file()
+    with pytest.raises(ConfigError, match="option panels: one of group .* or run"):
+        draw("p1-curves", [run], tmp_path / "o2", panels="seed")
+    assert not (tmp_path / "o2").exists()
+
+
 def test_p1_gamma_title_stays_inside_a_narrow_figure():
     """Two γ make a narrow figure; P1's best-over-runs title is longer than its axes, and is wrapped rather than
     cut at the figure's left edge (as it was before the wrap)."""

@@ -13,7 +13,7 @@ from anchorlab.config import CompositeTaskConfig, ConfigError, RunConfig
 from anchorlab.config_tools import varied_fields
 from anchorlab.figures import figure, model_label, save_figure
 from anchorlab.phase import SEED_AXES, phase_grid
-from anchorlab.plotting.figures import plot_gamma_comparison, plot_phase_diagrams, plot_probe_curves
+from anchorlab.plotting.figures import plot_gamma_comparison, plot_phase_diagrams, plot_probe_curves, plot_probe_grid
 from anchorlab.sweep import MANIFEST, collect
 
 FIG2_AXES = ("init.gamma", "model.n_layers")
@@ -303,7 +303,7 @@ def _with_epoch_losses(rows: list[dict[str, Any]], head: dict[str, Any],
 @figure("p1-curves", "runs", "P1 both sides over training: held-out-pair inferential (solid) and symmetric (dashed) "
         "accuracy and seen test accuracy per epoch, a panel per γ, a line per seed")
 def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, keys: str = "both",
-              loss: bool = False) -> Path:
+              loss: bool = False, panels: str = "group") -> Path:
     """Per run, from its ``metrics.jsonl`` only (unfinished runs up to their last evaluation): the held-out
     pair's inferential and symmetric accuracy, pooled over train- and test-type keys (``unseen_inferential_acc``
     / ``unseen_symmetric_acc``, the headline keys of p1-gamma and the demo's checks), and the seen pairs'
@@ -318,8 +318,15 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, key
 
     ``loss``: a second row of panels with each run's training loss per epoch (``epochs.jsonl``, log scale), so
     a loss spike after the fit can be set against the accuracies above it; the CSV then has a ``train_loss``
-    column and a row for every trained epoch (those without an evaluation have empty accuracies)."""
+    column and a row for every trained epoch (those without an evaluation have empty accuracies).
+
+    ``panels`` = "run": one small panel per run instead (titled with its γ, model and label), in a grid of
+    four a row, with its training loss on the panel's right axis when ``loss``: for many trajectories of one
+    config, whose lines overlap in one panel."""
     probe_suffix("p1-curves", keys)
+    if panels not in ("group", "run"):
+        raise ConfigError(f"figure p1-curves: option panels: one of group (a panel per γ, the default) or run "
+                          f"(a panel per run), got {panels!r}")
     runs = _curve_runs([Path(d) for d in run_dirs], keys=keys, losses=loss)
     if not runs:
         raise ConfigError("figure p1-curves: needs composite-task (P1) runs with at least one evaluation")
@@ -344,8 +351,9 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, key
                            "loss": [float(e["train_loss"]) for e in rows if e["train_loss"] is not None]}
                           if loss else {})})
     pairs = " / ".join(sorted({rows[0]["pair"] for rows in runs}))
-    fig = plot_probe_curves(curves, pair=pairs, threshold=threshold,
-                            title=f"P1: held-out pair {pairs} during training ({KEYS_NAMES[keys]})")
+    plot = plot_probe_grid if panels == "run" else plot_probe_curves
+    fig = plot(curves, pair=pairs, threshold=threshold,
+               title=f"P1: held-out pair {pairs} during training ({KEYS_NAMES[keys]})")
     return save_figure(fig, [r for rows in runs for r in rows], Path(out), "p1-curves")
 
 

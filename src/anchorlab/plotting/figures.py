@@ -109,6 +109,69 @@ def plot_probe_curves(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", thr
     return fig
 
 
+LOSS_COLOR = "#8e6bb0"  # the training loss on a panel's right axis (apart from the grey seen-pairs line)
+
+
+def plot_probe_grid(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", threshold: float = 0.9,
+                    title: str = "", ncols: int = 4) -> Figure:
+    """Held-out-pair accuracy against epoch, one small panel per run (the curves of :func:`plot_probe_curves`,
+    each titled ``group`` and ``label``), ``ncols`` panels a row, shared axes. Where a curve carries ``"loss"``
+    its training loss per epoch is a thin grey line on a log scale on the panel's right axis, so that a loss
+    spike stands right under the change in the answer it brings."""
+    kinds = (("inferential", "-", 1.3, f"inferential {pair} → x−10" if pair == "(4,3)" else f"inferential {pair}"),
+             ("symmetric", "--", 1.3, f"symmetric {pair} → x−6" if pair == "(4,3)" else f"symmetric {pair}"),
+             ("seen_test", "-.", 0.9, "seen pairs, test keys"))
+    losses = any(c.get("loss") for c in curves)
+    # title lines every panel shares (the model, a γ common to all) go once into the figure's title
+    lines = [c["group"].split("\n") for c in curves]
+    common = [x for x in lines[0] if all(x in ls for ls in lines)]
+    ncols = max(1, min(ncols, len(curves)))
+    nrows = -(-len(curves) // ncols)
+    with style():
+        fig, axes = plt.subplots(nrows, ncols, figsize=(2.9 * ncols, 2.35 * nrows + 0.9), sharex=True, sharey=True,
+                                 squeeze=False)
+        twins = []
+        for ax, c in zip(axes.flat, curves):
+            if losses and c.get("loss"):
+                tw = ax.twinx()
+                tw.plot(c["loss_epoch"], c["loss"], color=LOSS_COLOR, lw=0.7, alpha=0.8)
+                tw.set_yscale("log")
+                tw.tick_params(labelsize=6.5, colors=LOSS_COLOR)
+                twins.append(tw)
+            for key, ls, lw, _ in kinds:
+                ax.plot(c["epoch"], c[key], color=COLORS[key], ls=ls, lw=lw)
+            ax.axhline(threshold, color="black", lw=0.6, alpha=0.5)
+            own = [x for x in c["group"].split("\n") if x not in common]
+            ax.set_title("\n".join([*own, c["label"]]), fontsize=7.5)
+            ax.set_ylim(-0.03, 1.03)
+            ax.set_zorder(1)  # the accuracies over the loss line of the twin axis
+            ax.patch.set_visible(False)
+        if twins:  # one loss scale for every panel
+            lo = min(t.get_ylim()[0] for t in twins)
+            hi = max(t.get_ylim()[1] for t in twins)
+            for t in twins:
+                t.set_ylim(lo, hi)
+        for ax in axes.flat[len(curves):]:
+            ax.set_visible(False)
+        for col in range(ncols):  # the lowest panel of each column carries the epoch axis
+            ax = axes[(len(curves) - 1 - col) // ncols, col] if col < len(curves) else axes[-1, col]
+            ax.xaxis.set_tick_params(labelbottom=True)
+            ax.set_xlabel("epoch")
+        for ax in axes[:, 0]:
+            ax.set_ylabel("accuracy")
+        handles = [Line2D([], [], color=COLORS[k], ls=ls, lw=lw, label=name) for k, ls, lw, name in kinds]
+        handles.append(Line2D([], [], color="black", lw=0.6, alpha=0.5, label=f"{threshold:g}"))
+        if twins:
+            handles.append(Line2D([], [], color=LOSS_COLOR, lw=0.7, label="train loss per epoch (right, log)"))
+        height = fig.get_size_inches()[1]
+        fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7.5)
+        title = "\n".join(x for x in [title, ", ".join(common)] if x)
+        if title:
+            fig.suptitle(title, fontsize=9)
+        fig.tight_layout(rect=(0, 0.35 / height, 1, 1))
+    return fig
+
+
 def outcome_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     """A fixed-width text table of ``rows`` (dicts) over ``columns``; floats with 3 decimals."""
     def fmt(v: Any) -> str:
