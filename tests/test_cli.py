@@ -37,3 +37,19 @@ def test_train_command(tmp_path, capsys):
             "--set", "train.batch_size=128", "--set", "train.threads=1"]
     assert main(args) == 0
     assert (out / "DONE").exists() and "seen_test_acc" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stories, said", [("missing.txt", "missing.txt not found"),
+                                           ("{tmp}/s.csv", "is a .csv file, which no loader reads")])
+def test_lm_stories_that_cannot_be_read_are_one_line_before_anything_is_written(tmp_path, capsys, stories, said):
+    (tmp_path / "s.csv").write_text("a story\n")
+    out = tmp_path / "run"
+    assert main(["lm", "--set", f"data.stories={stories.format(tmp=tmp_path)}", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("anchorlab lm: error: data.stories: ") and said in err
+    assert "allowed: 'standin', 'sample', 'hf', a .txt / .jsonl / .parquet file" in err and not out.exists()
+
+
+def test_data_makes_the_folder_of_its_output_file(tmp_path):
+    out = tmp_path / "new" / "sub" / "d.npz"
+    assert main(["data", "--set", "task.data_size=1600", "--out", str(out)]) == 0 and out.is_file()

@@ -79,12 +79,18 @@ def test_exporting_again_refreshes_the_copy_and_leaves_no_temporary_folder(tmp_p
     (["{tmp}/runs/a", "--out", "{tmp}/o", "--name", "../x"], "--name"),
     (["{tmp}/runs/a", "{tmp}/other/a", "--out", "{tmp}/o"], "both be exported to"),
     (["{tmp}/runs", "--out", "{tmp}/runs"], "--out"),
+    (["{tmp}/runs", "--out", "{tmp}/runs/exported"], "inside the source"),
+    (["{tmp}/runs/a", "--out", "{tmp}/runs/a/records"], "inside the source"),
+    (["{tmp}/runs/a", "--out", "{tmp}/runs"], "in place of the run"),  # runs/a's records over runs/a itself
+    (["{tmp}/bad", "--out", "{tmp}/o"], "bad/config.json: not a valid JSON file"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, args, field):
-    fake_run(tmp_path / "runs" / "a", 1, [0.1])
+    fake_run(tmp_path / "runs" / "a", 1, [0.1])  # with its weights: an export must never replace the run
     fake_run(tmp_path / "runs" / "b", 2, [0.2])
     fake_run(tmp_path / "other" / "a", 3, [0.3])
     (tmp_path / "empty").mkdir()
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text("{not json")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     assert main(["export", *(a.format(tmp=tmp_path) for a in args)]) == 2
     err = capsys.readouterr().err.strip()

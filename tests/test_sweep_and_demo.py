@@ -30,6 +30,42 @@ def test_expansion_seed_axis_and_manifest(tmp_path):
     assert manifest["runs"][cfg.run_id()] == point
 
 
+def test_another_sweeps_directory_is_refused_and_its_manifest_kept(tmp_path, capsys):
+    from anchorlab.cli import main
+
+    plan(load_sweep(write_sweep(tmp_path, '"init.gamma" = [0.5, 0.8]')), tmp_path / "out")  # sweep "t"
+    before = (tmp_path / "out" / "sweep.json").read_text()
+    (tmp_path / "u.toml").write_text('name = "u"\nbase = "base.toml"\n[axes]\n"init.gamma" = [1.0]\n')
+    for dry in ([], ["--dry-run"]):
+        assert main(["sweep", str(tmp_path / "u.toml"), "--out", str(tmp_path / "out"), *dry]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == (f"anchorlab sweep: error: --out: {tmp_path / 'out'} holds sweep 't' (sweep.json), not 'u'; "
+                       "give another --out (or delete that directory to start it over)")
+    assert (tmp_path / "out" / "sweep.json").read_text() == before
+    # the same sweep with its grid grown is still this sweep: planned over the same directory
+    assert len(plan(load_sweep(write_sweep(tmp_path, '"init.gamma" = [0.5, 0.8, 1.0]')), tmp_path / "out")) == 3
+
+
+def test_a_gpu_this_machine_lacks_is_one_line_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    """train.device names a GPU: on a machine without one, `train`, `sweep` (not on Ray, whose machines may have
+    one) and every run kind stop with one line naming the field, before a run or sweep directory exists."""
+    import torch
+
+    from anchorlab.cli import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    sweep = write_sweep(tmp_path, '"init.gamma" = [0.5]')
+    for args in (["train", str(tmp_path / "base.toml"), "--set", "train.device=cuda", "--out", str(tmp_path / "r")],
+                 ["sweep", sweep, "--set", "train.device=cuda:1", "--out", str(tmp_path / "s")],
+                 ["lm", "--set", "train.device=cuda", "--set", "data.stories=standin", "--out", str(tmp_path / "l")]):
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "train.device: 'cuda" in err and "needs a CUDA GPU" in err, err
+        assert "allowed on this machine: " + ("'auto' or 'cpu'" if args[0] != "lm" else "'cpu'") in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base.toml", "s.toml"]
+
+
 def test_set_seed_sets_all_three_seeds_and_set_of_an_axis_is_refused(tmp_path):
     """--set seed=N (and "seed" in [set]) sets data, init and batch-order seeds, as with `anchorlab train`; an
     override of a key an axis sets would be overwritten for every run, so it is one clear error instead (the

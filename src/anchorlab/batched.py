@@ -46,7 +46,7 @@ from torch.func import functional_call, vmap
 from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError, RunConfig
 from anchorlab.config_tools import reference_for
-from anchorlab.cpu import run_environment, training_device
+from anchorlab.cpu import check_device, run_environment, training_device
 from anchorlab.cuda_graph import GraphedStep
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
@@ -237,6 +237,7 @@ def train_batched(cfgs: list[RunConfig], run_dirs: list[Path | str], *, progress
     for cfg in cfgs:
         cfg.validate()  # the batch size against the task's rows too, before anything is written
     reference_preflight(cfgs)  # a task.reference file that is not there: one line, nothing written
+    check_device(cfgs[0].train.device)  # a GPU this machine lacks: the same (the runs share the device)
     # each run's batch order; a reference file recording fewer epochs of it than train.epochs: the same
     orders = [epoch_order(cfg) for cfg in cfgs]
     bad = batch_mismatch(cfgs)

@@ -17,20 +17,27 @@ from typing import Any, NoReturn
 
 import anchorlab
 from anchorlab.config import ConfigError, parse_override
-from anchorlab.kinds import KINDS, preflight
+from anchorlab.kinds import KINDS, check_devices, preflight
 
 EXIT_CODES = ("exit status: 0 ok; 1 a run failed (one line per run: which and why); 2 bad input (one line naming "
               "it); 130 interrupted (the same command resumes)")
 
 
 def _out_file(path: str | Path, field: str = "--out") -> Path:
-    """An output file path that can be written: not a directory, its directory writable (checked, not made)."""
+    """An output file path that can be written: not a directory, its directory writable (checked here; made,
+    with any missing parents, by :func:`_made`, when the command writes)."""
     from anchorlab.sweep import check_out_dir
 
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"{field}: {path} is a directory; give a file path")
     check_out_dir(path.parent, field)
+    return path
+
+
+def _made(path: Path) -> Path:
+    """``path`` with its folder made (and any missing above it), once every argument has been checked."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -102,7 +109,7 @@ def _data(a: argparse.Namespace) -> None:
 
     cfg = load_config(a.config, a.set, training=False)
     out = _out_file(a.out)
-    (data := make_task_data(cfg.task, cfg.seeds.data_seed)).save_npz(out)
+    (data := make_task_data(cfg.task, cfg.seeds.data_seed)).save_npz(_made(out))
     print(f"wrote {out}: {len(data)} sequences, {int(data.in_train.sum())} in training")
 
 
@@ -122,6 +129,8 @@ def _sweep(a: argparse.Namespace) -> int:
             print(line)
         return 0
     preflight([cfg for _, cfg in spec.configs()])  # a missing data set: one line, exit 2, nothing run
+    if a.backend != "ray":  # a GPU this machine lacks, for a run still to train: the same
+        check_devices([(cfg, out / cfg.run_id()) for _, cfg in spec.configs()])
     line, n_failed = run_sweep(spec, out, workers=a.workers, backend=a.backend, batch_models=a.batch_models,
                                address=a.address, gpus_per_run=a.gpus_per_run, max_retries=a.max_retries)
     print(line)
@@ -135,7 +144,8 @@ def _collect(a: argparse.Namespace) -> None:
     _sources(a.source)
     first = Path(a.source[0])  # a run directory's table goes beside it, not among its files
     out = _out_file(a.out or (first.parent if (first / CONFIG).is_file() else first) / "summary.csv")
-    write_csv(rows := collect_sources(a.source), out)
+    rows = collect_sources(a.source)
+    write_csv(rows, _made(out))
     print(f"wrote {out}: {len(rows)} runs, {sum(r['status'] == 'done' for r in rows)} done")
 
 
@@ -313,12 +323,13 @@ def main(argv: list[str] | None = None) -> int:
     from anchorlab.rundir import RunFailed
     from anchorlab.tasks.scan import ScanFilesMissing  # a data set's files missing: one line, exit 2
     from anchorlab.text.cogs import CogsUnavailable
+    from anchorlab.text.stories import StoriesUnavailable
 
     try:
         check_settings()  # the ANCHORLAB_* environment settings, before anything is written
         flush_denormals()  # every command reads models as the trainers compute them (anchorlab.cpu)
         return a.fn(a) or 0
-    except (ConfigError, CogsUnavailable, ScanFilesMissing) as e:  # a missing data set reads as one line too
+    except (ConfigError, CogsUnavailable, ScanFilesMissing, StoriesUnavailable) as e:  # a missing data set: one line
         print(f"anchorlab {a.cmd}: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except RunFailed as e:

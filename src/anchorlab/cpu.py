@@ -94,6 +94,24 @@ def setup_cpu(threads: int) -> None:
     flush_denormals()
 
 
+def check_device(name: str, field: str = "train.device", auto: bool = True) -> None:
+    """That this machine has device ``name`` (a config's ``train.device``), before anything is written: a GPU
+    it does not have is one line naming ``field`` and what this machine allows (``auto``: whether the config
+    takes "auto")."""
+    device = torch.device("cpu" if name == "auto" else name)
+    here = ("'auto' or 'cpu'" if auto else "'cpu'") + (
+        f", or 'cuda' / 'cuda:0'..'cuda:{torch.cuda.device_count() - 1}'" if torch.cuda.is_available() else "")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"{field}: {name!r} needs a CUDA GPU, and torch {torch.__version__} here sees none; "
+                          f"allowed on this machine: {here}")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise ConfigError(f"{field}: {name!r}, but this machine has {torch.cuda.device_count()} CUDA device(s); "
+                          f"allowed on this machine: {here}")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"{field}: {name!r} needs Apple's Metal (MPS), which torch here does not have; "
+                          f"allowed on this machine: {here}")
+
+
 def training_device(name: str, threads: int) -> torch.device:
     """The device a trainer runs on (``"auto"``: CUDA where there is one, else the CPU); on the CPU, with
     :func:`setup_cpu` (``threads``) done."""

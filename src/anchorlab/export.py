@@ -51,13 +51,29 @@ def export_runs(sources: Sequence[str | Path], out: str | Path, name: str | None
     if len(set(targets)) != len(targets):
         dup = next(t for t in targets if targets.count(t) > 1)
         raise ConfigError(f"source: two runs would both be exported to {dup}; export them to separate --out folders")
-    if out.resolve() in {d.resolve() for d, _ in runs} | {s.resolve() for _, s in runs}:
-        raise ConfigError(f"--out: {out} is one of the sources; export to another folder")
+    _check_apart(out, runs, targets)
+    for d, _ in runs:  # a config that does not read: one line now, not a traceback half way
+        rundir.read_json(d / rundir.CONFIG)
     out.mkdir(parents=True, exist_ok=True)
     given = list(dict.fromkeys(s for _, s in runs))
     if len(given) == 1 and (given[0] / MANIFEST).is_file() and name is None:  # one sweep: its grid comes along
         shutil.copyfile(given[0] / MANIFEST, out / MANIFEST)
     return [_export_one(d, t) for (d, _), t in zip(runs, targets, strict=True)]
+
+
+def _check_apart(out: Path, runs: list[tuple[Path, Path]], targets: list[Path]) -> None:
+    """``out`` neither a source nor inside one, and no target a run directory or a folder above one: an export
+    writes records only, and must not write into a run or replace one (its weights would be lost)."""
+    o = out.resolve()
+    for p in dict.fromkeys([d.resolve() for d, _ in runs] + [s.resolve() for _, s in runs]):
+        if o == p or p in o.parents:
+            raise ConfigError(f"--out: {out} is {'one of the sources' if o == p else f'inside the source {p}'}; "
+                              "export to a folder outside them")
+    for t in targets:
+        for d, _ in runs:
+            if t.resolve() == d.resolve() or t.resolve() in d.resolve().parents:
+                raise ConfigError(f"--out: the export would put {t} in place of the run {d} (and lose its "
+                                  "weights); export to another folder")
 
 
 def _export_one(run_dir: Path, target: Path) -> str:

@@ -252,6 +252,7 @@ def read_manifest(sweep_dir: str | Path) -> dict[str, Any]:
 def plan(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], Any, Path]]:
     """Write the manifest and return (grid point, config, run dir) for every run of the sweep."""
     out_dir = check_out_dir(out_dir)
+    check_same_sweep(spec, out_dir)
     rows = expand(spec, out_dir)  # reads (and checks) every stored config.json before anything is written
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = {d.name: point for point, _, d in rows}
@@ -261,6 +262,17 @@ def plan(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], Any
             runs = {**before["runs"], **runs}
     rundir.write_json(out_dir / MANIFEST, {"name": spec.name, "base": spec.base, "axes": spec.axes, "runs": runs})
     return rows
+
+
+def check_same_sweep(spec: SweepSpec, out_dir: Path) -> None:
+    """``out_dir`` holds no manifest, or this sweep's (the same name: its grid may have grown or changed); another
+    sweep's directory is one line, so that its manifest is not written over."""
+    if not (out_dir / MANIFEST).is_file():
+        return
+    other = read_manifest(out_dir).get("name")
+    if other != spec.name:
+        raise ConfigError(f"--out: {out_dir} holds sweep {other!r} ({MANIFEST}), not {spec.name!r}; give another "
+                          f"--out (or delete that directory to start it over)")
 
 
 def run_status(run_dir: Path) -> str:
@@ -275,6 +287,7 @@ def run_status(run_dir: Path) -> str:
 
 def describe(spec: SweepSpec, out_dir: str | Path) -> str:
     """The dry run: axes, one line per run (id, status, grid point) and the counts; writes nothing."""
+    check_same_sweep(spec, Path(out_dir))
     rows = expand(spec, out_dir)
     lines = [f"sweep {spec.name} -> {out_dir}: {len(rows)} runs"]
     lines += [f"  {k} = {v}" for k, v in spec.axes.items()]

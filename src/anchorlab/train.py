@@ -14,7 +14,7 @@ from torch import nn
 from anchorlab import kinds, rundir, tracking
 from anchorlab.config import ConfigError, RunConfig, TrainConfig
 from anchorlab.config_tools import reference_for
-from anchorlab.cpu import run_environment, training_device
+from anchorlab.cpu import check_device, run_environment, training_device
 from anchorlab.init import apply_init, count_parameters, init_std
 from anchorlab.metrics import BEST_ALSO, HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
@@ -111,6 +111,7 @@ def train(cfg: RunConfig, run_dir: str | Path, *, progress: ProgressFn | None = 
         raise ConfigError("train.cuda_graph: only batched training replays a CUDA graph (anchorlab sweep ... "
                           "--backend local --batch-models K, on a GPU); false for one run")
     reference_preflight([cfg])  # a task.reference file that is not there: one line, nothing written
+    check_device(cfg.train.device)  # a GPU this machine lacks: the same
     order = epoch_order(cfg)  # checks a reference file before anything is written
     return rundir.run_locked(run_dir, cfg, lambda status: _train_open(cfg, run_dir, status, order, progress,
                                                                        show_progress, data, weight_metrics))

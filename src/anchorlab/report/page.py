@@ -18,7 +18,7 @@ from anchorlab import kinds, rundir
 from anchorlab.config import ConfigError
 from anchorlab.figures import FIGURES
 from anchorlab.report.html import CSS, SORT_JS, drawn, esc
-from anchorlab.sweep import MANIFEST, run_dirs
+from anchorlab.sweep import MANIFEST, read_manifest, run_dirs
 
 
 def gamma_section(sources: Sequence[Path]) -> str:
@@ -66,7 +66,7 @@ def write_report(source: str | Path | Sequence[str | Path], out: str | Path | No
     for i, src in enumerate(sources):
         anchor = f"s{i}-" if len(sources) > 1 else ""
         if (src / MANIFEST).is_file():
-            kind = kinds.kind_of_data(rundir.read_json(src / MANIFEST).get("base", {}))
+            kind = kinds.kind_of_data(read_manifest(src).get("base", {}))
             title, body = kind.get("report_sweep")(src, max_run_figures, anchor)
         else:
             title = f"anchorlab run {src.name}"

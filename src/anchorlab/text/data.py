@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,27 @@ def story_source(stories: str) -> str | Path:
                           f"set {SAMPLE_ENV} to its directory, or use --set data.stories='standin' (the offline "
                           "stand-in generator, not TinyStories) or a stories file")
     return path
+
+
+STORY_FILES = (".txt", ".jsonl", ".parquet")  # what anchorlab.text.stories.load_stories reads
+
+
+def preflight(cfgs: Sequence[LMRunConfig]) -> None:
+    """Each config's story source, before anything is written (the ``lm`` kind's preflight,
+    :mod:`anchorlab.kinds`): a file or directory that is not there, or a file no loader reads, is one line
+    naming ``data.stories`` and what it may be. "hf" is checked where it is read (it needs the network)."""
+    for cfg in cfgs:
+        dc = cfg.data
+        if dc.n_stories + dc.n_test_stories == 0 or dc.stories in ("standin", "hf"):
+            continue
+        path = Path(story_source(dc.stories))  # the sample where it is not: its own line
+        if path.is_dir():
+            path = path / "stories.txt"
+        if not path.is_file() or path.suffix not in STORY_FILES:
+            suffix = path.suffix or "suffix-less"
+            what = "not found" if not path.is_file() else f"is a {suffix} file, which no loader reads"
+            raise ConfigError(f"data.stories: {dc.stories!r}: {path} {what}; allowed: 'standin', 'sample', 'hf', "
+                              f"a {' / '.join(STORY_FILES)} file or a directory holding stories.txt")
 
 
 def build_data(cfg: LMRunConfig, directory: Path) -> None:

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from anchorlab import rundir, tracking
-from anchorlab.cpu import run_environment, training_device
+from anchorlab.cpu import check_device, run_environment, training_device
 from anchorlab.schedule import lm_lr_at
 from anchorlab.text.seq2seq import Seq2SeqRows
 from anchorlab.text.seq2seq_config import Seq2SeqRunConfig
@@ -70,6 +70,7 @@ def train_seq2seq(cfg: Seq2SeqRunConfig, run_dir: str | Path, *, progress: Progr
     run_dir = Path(run_dir)
     if not rundir.is_done(run_dir):
         preflight([cfg])  # data files that are not there: fail before anything is written
+        check_device(cfg.train.device, auto=False)  # a GPU this machine lacks: the same
     return rundir.run_locked(run_dir, cfg, lambda status: _train_open(cfg, run_dir, status, progress, show_progress))
 
 

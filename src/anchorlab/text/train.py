@@ -20,10 +20,10 @@ from torch import nn
 
 from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError
-from anchorlab.cpu import run_environment, training_device
+from anchorlab.cpu import check_device, run_environment, training_device
 from anchorlab.schedule import lm_lr_at
 from anchorlab.text.config import LMRunConfig
-from anchorlab.text.data import DATA, load_data, story_source
+from anchorlab.text.data import DATA, load_data, preflight
 from anchorlab.text.mix import SOURCES, TextMix, label_ids, source_token_ids
 from anchorlab.text.model import (
     backward_batch,
@@ -51,8 +51,10 @@ def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, progress: ProgressFn | No
     ``show_progress``: a tqdm bar over steps (loss, per-source losses, True/False test accuracy); without it,
     ``progress(step, total_steps, status)`` is called after every epoch (the sweep's one bar)."""
     run_dir = Path(run_dir)
-    if not rundir.is_done(run_dir) and not (run_dir / DATA).is_dir():
-        story_source(cfg.data.stories)  # stories that are not there: fail before anything is written
+    if not rundir.is_done(run_dir):
+        check_device(cfg.train.device, auto=False)  # a GPU this machine lacks: fail before anything is written
+        if not (run_dir / DATA).is_dir():
+            preflight([cfg])  # stories that are not there: the same
     return rundir.run_locked(run_dir, cfg, lambda status: _train_open(cfg, run_dir, status, progress, show_progress))
 
 
