@@ -53,3 +53,14 @@ def test_lm_stories_that_cannot_be_read_are_one_line_before_anything_is_written(
 def test_data_makes_the_folder_of_its_output_file(tmp_path):
     out = tmp_path / "new" / "sub" / "d.npz"
     assert main(["data", "--set", "task.data_size=1600", "--out", str(out)]) == 0 and out.is_file()
+
+
+@pytest.mark.parametrize("args, said", [
+    (["config", "{tmp}"], "config: '{tmp}' is a directory; give a .toml file"),
+    (["config", "--set", "=3"], "--set =3: the key before '=' is empty"),
+    (["figure", "p1-fig10", "{tmp}", "--out", "{tmp}/f"], "source: {tmp} is not a sweep directory (no sweep.json)"),
+])
+def test_misplaced_arguments_name_what_was_given(tmp_path, capsys, args, said):
+    assert main([a.format(tmp=tmp_path) for a in args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and said.format(tmp=tmp_path) in err and not (tmp_path / "f").exists()

@@ -143,6 +143,8 @@ def parse_override(item: str) -> tuple[str, Any]:
     if "=" not in item:
         raise ConfigError(f"--set {item}: expected key=value, e.g. init.gamma=0.8")
     key, raw = item.split("=", 1)
+    if not key.strip():
+        raise ConfigError(f"--set {item}: the key before '=' is empty; expected key=value, e.g. init.gamma=0.8")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
@@ -161,6 +163,8 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def parse_toml_file(path: str | Path, field_name: str = "config") -> dict[str, Any]:
     """The TOML file's content; a missing or invalid file is a ConfigError naming ``field_name``."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{field_name}: {str(path)!r} is a directory; give a .toml file")
     if not path.is_file():
         raise ConfigError(f"{field_name}: file {str(path)!r} does not exist")
     try:

@@ -462,7 +462,8 @@ def sweep_cells(sweep_dir: str | Path, x: str, y: str) -> tuple[list[Any], list[
     such a run are missing from the dict."""
     sweep_dir = Path(sweep_dir)
     if not (sweep_dir / MANIFEST).is_file():
-        raise ConfigError(f"sweep_dir: {sweep_dir} has no {MANIFEST}")
+        raise ConfigError(f"source: {sweep_dir} is not a sweep directory (no {MANIFEST}); this figure reads a "
+                          "sweep's grid")
     manifest = rundir.read_json(sweep_dir / MANIFEST)
     for axis in (x, y):
         if axis not in manifest["axes"]:
