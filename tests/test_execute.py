@@ -198,3 +198,25 @@ def test_local_backend_batches_same_shaped_runs_like_alone(tmp_path):
         assert r.summary["seen_train_acc"] == pytest.approx(alone["seen_train_acc"], abs=2e-3)
     with pytest.raises(ConfigError, match="batch_models"):
         run_all(jobs, backend="process", workers=2, batch_models=4)
+
+
+def test_a_ray_address_where_nothing_answers_is_one_line_before_anything_is_written(tmp_path, capsys):
+    """Ray retries an unreachable --address for minutes with warnings only; the sweep command checks it first."""
+    import socket
+
+    from anchorlab.cli import main
+
+    with socket.socket() as listening:  # a port that answers: accepted
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        from anchorlab.backends.ray import check_address
+        check_address(f"127.0.0.1:{listening.getsockname()[1]}")
+        check_address(f"ray://127.0.0.1:{listening.getsockname()[1]}")
+        free = listening.getsockname()[1]
+    sweep = write_sweep(tmp_path, '"init.gamma" = [0.5]')
+    for address, said in ((f"127.0.0.1:{free}", f"--address: nothing answers at 127.0.0.1:{free}"),
+                          ("nonsense", "--address: 'nonsense'; allowed: 'auto', HOST:PORT")):
+        assert main(["sweep", sweep, "--backend", "ray", "--address", address, "--out", str(tmp_path / "s")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and said in err, err
+    assert not (tmp_path / "s").exists()

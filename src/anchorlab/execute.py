@@ -129,6 +129,8 @@ def check_sweep_options(*, workers: int, backend: str = "process", batch_models:
                           "to lose)")
     if batch_models is not None and batch_models < 1:
         raise ConfigError(f"--batch-models: allowed values are integers >= 1, got {batch_models}")
+    if backend == "ray" and address:
+        ray_backend.check_address(address)
 
 
 def batch_plan(spec: Any, out: str | Path, backend: str, batch_models: int | None) -> str:

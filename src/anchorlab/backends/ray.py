@@ -19,6 +19,7 @@ event as an interrupted run (:class:`SweepGone`): lock released, no FAILED mark,
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,23 @@ def run_ray(todo: list[Job], progress: SweepProgress, address: str | None = None
     finally:
         if started:
             ray.shutdown()
+
+
+def check_address(address: str, timeout: float = 5.0) -> None:
+    """That a cluster's head answers at ``address`` ("host:port" or "ray://host:port"; "auto" finds a cluster
+    started on this machine and is left to Ray), before anything is written: Ray itself retries an address that
+    does not answer for minutes, with warnings and no error. One line naming ``--address`` otherwise."""
+    if address == "auto":
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ConfigError(f"--address: {address!r}; allowed: 'auto', HOST:PORT (the head's GCS, e.g. 10.0.0.5:6379) "
+                          "or ray://HOST:PORT (Ray Client, e.g. ray://10.0.0.5:10001)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise ConfigError(f"--address: nothing answers at {address} ({e}); give the address of a running Ray "
+                          "cluster's head, 'auto', or no --address for a local cluster") from None
 
 
 def options(address: str | None, gpus_per_run: float, max_retries: int, workers: int) -> dict[str, Any]:
