@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 import anchorlab
 from anchorlab.config import ConfigError, parse_override
-from anchorlab.kinds import KINDS, check_devices, preflight
+from anchorlab.kinds import KINDS, preflight
 
 EXIT_CODES = ("exit status: 0 ok; 1 a run failed (one line per run: which and why); 2 bad input (one line naming "
               "it); 130 interrupted (the same command resumes)")
@@ -114,7 +114,7 @@ def _data(a: argparse.Namespace) -> None:
 
 
 def _sweep(a: argparse.Namespace) -> int:
-    from anchorlab.execute import batch_plan, check_sweep_options, run_sweep
+    from anchorlab.execute import batch_plan, check_devices, check_sweep_options, run_sweep
     from anchorlab.sweep import check_out_dir, describe, load_sweep, narrow
 
     check_sweep_options(workers=a.workers, backend=a.backend, batch_models=a.batch_models, address=a.address,

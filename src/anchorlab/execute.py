@@ -110,6 +110,19 @@ def _on_cuda(cfg: Any) -> bool:
     return dev.startswith("cuda") or (dev == "auto" and torch.cuda.is_available())
 
 
+def check_devices(jobs: Sequence[tuple[Any, Path]]) -> None:
+    """That this machine has the ``train.device`` of every (config, run directory) job not yet done, before
+    anything is written (:func:`anchorlab.cpu.check_device`): for runs that train in this process or its
+    workers, not on a Ray cluster, whose machines may have what this one lacks."""
+    from anchorlab import rundir
+    from anchorlab.cpu import check_device
+
+    # only the anchor-task kind (P1, P2) takes "auto"
+    for device, auto in dict.fromkeys((cfg.train.device, kinds.kind_of(cfg).name == "anchor")
+                                      for cfg, d in jobs if not rundir.is_done(d)):
+        check_device(device, auto=auto)
+
+
 def check_sweep_options(*, workers: int, backend: str = "process", batch_models: int | None = None,
                         address: str | None = None, gpus_per_run: float = 0.0, max_retries: int | None = None) -> None:
     """The sweep command's back-end options, checked before anything is written."""

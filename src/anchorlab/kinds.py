@@ -12,9 +12,8 @@ Sweeps, the executor, :func:`anchorlab.rundir.read_config`, training, the report
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 
@@ -130,18 +129,6 @@ def preflight(cfgs: list[Any]) -> None:
         mine = [c for c in cfgs if kind_of(c).name == name]
         if kind.preflight and mine:
             kind.get("preflight")(mine)
-
-
-def check_devices(jobs: Sequence[tuple[Any, Path]]) -> None:
-    """That this machine has the ``train.device`` of every (config, run directory) job not yet done, before
-    anything is written (:func:`anchorlab.cpu.check_device`): for runs that train in this process or its
-    workers, not on a Ray cluster, whose machines may have what this one lacks."""
-    from anchorlab import rundir
-    from anchorlab.cpu import check_device
-
-    for device, auto in dict.fromkeys((cfg.train.device, kind_of(cfg).name == "anchor")  # only P1/P2 take "auto"
-                                      for cfg, d in jobs if not rundir.is_done(d)):
-        check_device(device, auto=auto)
 
 
 def figure_modules() -> list[str]:

@@ -165,7 +165,8 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
         print(f"then figures {', '.join(f.name for f in rep.figures)} -> {out / 'figures'}" if not only else
               "then no figure (--only: part of the grids)")
         return []
-    from anchorlab.kinds import check_devices, preflight
+    from anchorlab.execute import check_devices
+    from anchorlab.kinds import preflight
 
     preflight([cfg for spec in specs for _, cfg in spec.configs()])  # a missing data set stops here, nothing run
     if backend != "ray":  # a GPU this machine lacks, for a run still to train: the same
