@@ -194,7 +194,9 @@ def test_a_folder_of_runs_is_a_section_per_run(composite_run, tmp_path):
     assert main(["report", str(folder)]) == 0
     text = (folder / "report.html").read_text()
     assert '<a href="#src-0">anchorlab run a</a><a href="#src-1">anchorlab run b</a>' in text
-    assert assert_self_contained(text).count("p1-fig3") == 2  # each run's figures, in its own section
+    alts = assert_self_contained(text)
+    assert alts[0] == "p1-curves" and "a panel per run" in text  # one γ: the runs side by side first
+    assert alts.count("p1-fig3") == 2  # each run's figures, in its own section
 
 
 def test_bad_source_is_refused(tmp_path):

@@ -20,17 +20,24 @@ from anchorlab.figures import FIGURES
 from anchorlab.report.html import CSS, SORT_JS, drawn, esc
 from anchorlab.sweep import MANIFEST, read_manifest, run_dirs
 
+PER_RUN_PANELS = 16  # at most this many runs of one γ get a panel each at the top of the page
+
 
 def gamma_section(sources: Sequence[Path]) -> str:
-    """P1's γ comparison over every composite-task run of ``sources`` with an evaluation, or "" when they
-    hold fewer than two γ values."""
+    """P1's γ comparison over every composite-task run of ``sources`` with an evaluation; where they hold one γ
+    only, the held-out pair over training with a panel per run (and its training loss) for 2 to
+    :data:`PER_RUN_PANELS` runs given as run directories (a sweep has its own figure of all runs); else ""."""
     from anchorlab.figures.phase import MECHANISM_KEYS, gamma_rows
 
     runs = [d for d in run_dirs(sources) if (d / rundir.CONFIG).is_file()]
     rows = gamma_rows(runs)
-    if len({r["gamma"] for r in rows}) < 2:
-        return ""
     used = [d for d in runs if d.name in {r["run_id"] for r in rows}]
+    if len({r["gamma"] for r in rows}) < 2:
+        loose = [d for d in used if d in sources]  # given as run directories, not through a sweep
+        if not 2 <= len(loose) <= PER_RUN_PANELS:
+            return ""
+        return ('<h2 id="gamma">P1: the held-out pair over training, a panel per run</h2>'
+                + drawn("p1-curves", loose, FIGURES["p1-curves"].help, loss=True, panels="run"))
     logged = any(key in r for d in used for r in rundir.read_metrics(d) for key in MECHANISM_KEYS.values())
     return ('<h2 id="gamma">P1: inferential or symmetric, per γ</h2>'
             + drawn("p1-gamma", used, FIGURES["p1-gamma"].help) + drawn("p1-curves", used, FIGURES["p1-curves"].help)
