@@ -125,3 +125,18 @@ def test_a_source_that_is_not_a_directory_is_one_line_and_exit_2(tmp_path, capsy
     (tmp_path / "empty").mkdir()
     assert main(["status", str(tmp_path / "empty")]) == 2
     assert "holds no" in capsys.readouterr().err
+
+
+def test_the_pace_keeps_evaluation_epochs_and_leaves_out_a_pause_shorter_than_three_epochs():
+    """Paper-config epochs on one CPU thread: 7.4 min, 10 min with an evaluation (every 3rd), and two epochs
+    stretched to 24 and 28 min by a 10-17 min pause (the test suite run with the trainers stopped). The pace is
+    that of the 8 undisturbed epochs: 3 evaluations' worth of slower epochs counted, the two pauses not."""
+    from anchorlab.status import _pace
+
+    minutes = [7.3, 7.5, 10.1, 7.3, 7.4, 10.0, 7.4, 28.4, 10.1, 24.1]
+    points, t = [(0.0, 0)], 0.0
+    for i, m in enumerate(minutes, 1):
+        t += 60 * m
+        points.append((t, 370 * i))
+    kept = [m for m in minutes if m < 20]
+    assert abs(_pace(points) - 370 * len(kept) / (60 * sum(kept))) < 1e-12
