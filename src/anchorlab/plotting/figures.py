@@ -48,6 +48,14 @@ def plot_unseen_over_training(curves: Sequence[dict[str, Any]], title: str = "")
 SEED_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
 
 
+def _probe_kinds(pair: str, lw: float, lw_seen: float) -> tuple[tuple[str, str, float, str], ...]:
+    """The three curves of a held-out-pair panel: (key, line style, width, legend label)."""
+    arrow = pair == "(4,3)"
+    return (("inferential", "-", lw, f"inferential {pair} → x−10" if arrow else f"inferential {pair}"),
+            ("symmetric", "--", lw, f"symmetric {pair} → x−6" if arrow else f"symmetric {pair}"),
+            ("seen_test", "-.", lw_seen, "seen pairs, test keys"))
+
+
 def plot_probe_curves(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", threshold: float = 0.9,
                       title: str = "") -> Figure:
     """Held-out-pair accuracy against epoch for every run: one panel per group (in order of first appearance),
@@ -60,9 +68,7 @@ def plot_probe_curves(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", thr
     groups = list(dict.fromkeys(c["group"] for c in curves))
     losses = any("loss" in c for c in curves)
     labels = list(dict.fromkeys(c["label"] for c in curves))
-    kinds = (("inferential", "-", 1.4, f"inferential {pair} → x−10" if pair == "(4,3)" else f"inferential {pair}"),
-             ("symmetric", "--", 1.4, f"symmetric {pair} → x−6" if pair == "(4,3)" else f"symmetric {pair}"),
-             ("seen_test", "-.", 1.0, "seen pairs, test keys"))
+    kinds = _probe_kinds(pair, 1.4, 1.0)
     with style():
         fig, axes = plt.subplots(2 if losses else 1, len(groups), figsize=(max(3.6 * len(groups), 6.4),
                                  5.3 if losses else 3.4), sharey="row", sharex="col", squeeze=False,
@@ -116,11 +122,9 @@ def plot_probe_grid(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", thres
                     title: str = "", ncols: int = 4) -> Figure:
     """Held-out-pair accuracy against epoch, one small panel per run (the curves of :func:`plot_probe_curves`,
     each titled ``group`` and ``label``), ``ncols`` panels a row, shared axes. Where a curve carries ``"loss"``
-    its training loss per epoch is a thin grey line on a log scale on the panel's right axis, so that a loss
-    spike stands right under the change in the answer it brings."""
-    kinds = (("inferential", "-", 1.3, f"inferential {pair} → x−10" if pair == "(4,3)" else f"inferential {pair}"),
-             ("symmetric", "--", 1.3, f"symmetric {pair} → x−6" if pair == "(4,3)" else f"symmetric {pair}"),
-             ("seen_test", "-.", 0.9, "seen pairs, test keys"))
+    its training loss per epoch is a thin line (:data:`LOSS_COLOR`) on a log scale on the panel's right axis, so
+    that a loss spike stands right under the change in the answer it brings."""
+    kinds = _probe_kinds(pair, 1.3, 0.9)
     losses = any(c.get("loss") for c in curves)
     # title lines every panel shares (the model, a γ common to all) go once into the figure's title
     lines = [c["group"].split("\n") for c in curves]
