@@ -270,7 +270,7 @@ def check_same_sweep(spec: SweepSpec, out_dir: Path) -> None:
     if not (out_dir / MANIFEST).is_file():
         return
     other = read_manifest(out_dir).get("name")
-    if other != spec.name:
+    if other is not None and other != spec.name:  # a manifest without a name cannot say: taken as this sweep's
         raise ConfigError(f"--out: {out_dir} holds sweep {other!r} ({MANIFEST}), not {spec.name!r}; give another "
                           f"--out (or delete that directory to start it over)")
 
