@@ -47,7 +47,7 @@ def test_lm_stories_that_cannot_be_read_are_one_line_before_anything_is_written(
     assert main(["lm", "--set", f"data.stories={stories.format(tmp=tmp_path)}", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("anchorlab lm: error: data.stories: ") and said in err
-    assert "allowed: 'standin', 'sample', 'hf', a .txt / .jsonl / .parquet file" in err and not out.exists()
+    assert "allowed sources are 'standin', 'sample', 'hf', a .txt / .jsonl / .parquet file" in err and not out.exists()
 
 
 def test_data_makes_the_folder_of_its_output_file(tmp_path):

@@ -55,10 +55,10 @@ def test_parquet(tmp_path):
 
 
 def test_bad_sources(tmp_path):
-    with pytest.raises(StoriesUnavailable, match="not found; allowed sources"):
+    with pytest.raises(StoriesUnavailable, match="not found; allowed sources are .standin."):
         load_stories(tmp_path / "missing.txt")
     (tmp_path / "s.csv").write_text("x")
-    with pytest.raises(ValueError, match=r"'\.csv' not supported"):
+    with pytest.raises(StoriesUnavailable, match=r"s\.csv is a \.csv file, which no loader reads"):
         load_stories(tmp_path / "s.csv")
 
 

@@ -38,25 +38,20 @@ def story_source(stories: str) -> str | Path:
     return path
 
 
-STORY_FILES = (".txt", ".jsonl", ".parquet")  # what anchorlab.text.stories.load_stories reads
-
-
 def preflight(cfgs: Sequence[LMRunConfig]) -> None:
     """Each config's story source, before anything is written (the ``lm`` kind's preflight,
-    :mod:`anchorlab.kinds`): a file or directory that is not there, or a file no loader reads, is one line
-    naming ``data.stories`` and what it may be. "hf" is checked where it is read (it needs the network)."""
+    :mod:`anchorlab.kinds`): a path that is not there, or a file no loader reads, is one line naming
+    ``data.stories`` (:func:`anchorlab.text.stories.story_file`). "hf" is checked where it is read (the network)."""
+    from anchorlab.text.stories import StoriesUnavailable, story_file
+
     for cfg in cfgs:
         dc = cfg.data
         if dc.n_stories + dc.n_test_stories == 0 or dc.stories in ("standin", "hf"):
             continue
-        path = Path(story_source(dc.stories))  # the sample where it is not: its own line
-        if path.is_dir():
-            path = path / "stories.txt"
-        if not path.is_file() or path.suffix not in STORY_FILES:
-            suffix = path.suffix or "suffix-less"
-            what = "not found" if not path.is_file() else f"is a {suffix} file, which no loader reads"
-            raise ConfigError(f"data.stories: {dc.stories!r}: {path} {what}; allowed: 'standin', 'sample', 'hf', "
-                              f"a {' / '.join(STORY_FILES)} file or a directory holding stories.txt")
+        try:
+            story_file(story_source(dc.stories))  # the sample where it is not: its own line
+        except StoriesUnavailable as e:
+            raise ConfigError(f"data.stories: {dc.stories!r}: {e}") from None
 
 
 def build_data(cfg: LMRunConfig, directory: Path) -> None:

@@ -109,6 +109,22 @@ def load_hf(split: str = "train", n: int | None = None, dataset: str = HF_DATASE
     return [row["text"] for row in ds]
 
 
+STORY_FILES = (".txt", ".jsonl", ".parquet")  # the file types load_stories reads
+
+
+def story_file(source: str | Path) -> Path:
+    """The file a stories path names (a directory: its ``stories.txt``); one that is not there, or of a type
+    no loader reads, is a :class:`StoriesUnavailable` naming it and what a source may be."""
+    path = Path(source)
+    if path.is_dir():
+        path = path / "stories.txt"
+    if not path.is_file() or path.suffix not in STORY_FILES:
+        what = "not found" if not path.is_file() else f"is a {path.suffix or 'suffix-less'} file, which no loader reads"
+        raise StoriesUnavailable(f"{path} {what}; allowed sources are 'standin', 'sample', 'hf', a "
+                                 f"{' / '.join(STORY_FILES)} file or a directory holding stories.txt")
+    return path
+
+
 def load_stories(source: str | Path, n: int | None = None, seed: int = 0, field: str = "text") -> list[str]:
     """Stories from ``source``: a .txt/.jsonl/.parquet path, a directory holding ``stories.txt``,
     ``"hf"`` (TinyStories train split from the hub) or ``"standin"`` (``n`` generated stories, ``seed``)."""
@@ -116,15 +132,8 @@ def load_stories(source: str | Path, n: int | None = None, seed: int = 0, field:
         return generate_standin(1000 if n is None else n, seed)
     if str(source) == "hf":
         return load_hf(n=n)
-    path = Path(source)
-    if path.is_dir():
-        path = path / "stories.txt"
-    if not path.is_file():
-        raise StoriesUnavailable(f"stories: {path} not found; allowed sources are a .txt/.jsonl/.parquet file, "
-                                 f"a directory with stories.txt, 'hf' or 'standin'")
+    path = story_file(source)
     loaders = {".txt": load_txt, ".jsonl": lambda p: load_jsonl(p, field), ".parquet": lambda p: load_parquet(p, field)}
-    if path.suffix not in loaders:
-        raise ValueError(f"stories: file type {path.suffix!r} not supported; allowed {sorted(loaders)}")
     stories = loaders[path.suffix](path)
     return stories if n is None else stories[:n]
 
