@@ -64,3 +64,11 @@ def test_misplaced_arguments_name_what_was_given(tmp_path, capsys, args, said):
     assert main([a.format(tmp=tmp_path) for a in args]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and said.format(tmp=tmp_path) in err and not (tmp_path / "f").exists()
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_an_out_dir_the_file_system_refuses_is_one_line_naming_out(capsys):
+    # /proc passes os.access(W_OK) for root yet refuses mkdir: the probe turns that into one line, not an Errno
+    assert main(["train", "--set", "train.epochs=1", "--out", "/proc/anchorlab-no-such-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--out" in err and "Traceback" not in err

@@ -25,6 +25,7 @@ import collections
 import copy
 import itertools
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -230,6 +231,11 @@ def check_out_dir(out_dir: str | Path, field_name: str = "--out") -> Path:
         raise ConfigError(f"{field_name}: {existing} is a file, so {out_dir} cannot be a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(f"{field_name}: {existing} is not writable")
+    if existing != out_dir:  # some file systems (/proc, read-only mounts) pass the access check yet refuse mkdir
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".anchorlab-probe-", dir=existing))
+        except OSError as e:
+            raise ConfigError(f"{field_name}: cannot make a directory in {existing} ({e.strerror})") from None
     if (out_dir / MANIFEST).exists():
         read_manifest(out_dir)
     return out_dir
