@@ -186,3 +186,43 @@ def test_registry_kind_and_configs(capsys):
         assert {(c.init.gamma, c.train.weight_decay) for _, c in cfgs} == {(0.7, 0.1), (0.3, 0.01)}
     with pytest.raises(Exception, match="init.convention"):
         s2s_from_dict({"seq2seq": {}, "model": {"arch": "gpt"}, "init": {"convention": "authors_gpt2"}})
+
+
+def test_arch_p1_is_p1s_decoder_with_p1s_init_table():
+    """arch "p1" (P1 App. A): post-LN, ReLU, d_head = d_model / 2 (one head), MLP 3 d_model, every weight at
+    d_in^-γ with the embeddings at d_model^-γ; arch "gpt" keeps its pre-LN GELU decoder with embeddings at vocab^-γ."""
+    from anchorlab.models.gpt import GPT
+    from anchorlab.text.seq2seq_model import build_model
+
+    cfg = load_s2s_config("configs/real/addition_cpu.toml")
+    assert cfg.model.arch == "p1" and (cfg.model.n_layers, cfg.model.n_heads, cfg.model.d_model) == (2, 1, 128)
+    model = build_model(cfg, vocab_size=12, n_ctx=12, eos_id=None)
+    assert isinstance(model, GPT)
+    m = model.cfg
+    assert (m.norm, m.act, m.d_head, m.d_mlp, m.n_ctx) == ("post", "relu", 64, 384, 12)
+    d_model, gamma = 128, cfg.init.gamma
+    assert gamma == 0.7
+    for name, d_in in (("embed.W_E", d_model), ("pos_embed.W_pos", d_model), ("blocks.0.attn.W_Q", d_model),
+                       ("blocks.0.attn.W_O", 64), ("blocks.0.mlp.W_in", d_model), ("blocks.0.mlp.W_out", 384),
+                       ("unembed.W_U", d_model)):
+        std = dict(model.named_parameters())[name].std().item()
+        assert abs(std / d_in ** -gamma - 1) < 0.15, (name, std, d_in ** -gamma)
+    old = build_model(load_s2s_config("configs/real/addition_cpu.toml", ["model.arch=gpt"]), 12, 12, None)
+    assert (old.cfg.norm, old.cfg.act, old.cfg.d_head, old.cfg.d_mlp) == ("pre", "gelu", 128, 512)
+    assert abs(old.embed.W_E.std().item() / 12 ** -gamma - 1) < 0.15  # apply_init's "fan_in": one-hot width
+    with pytest.raises(Exception, match="model.n_heads"):
+        load_s2s_config("configs/real/addition_cpu.toml", ["model.n_heads=128"])  # d_head = 128 / 256 is no width
+
+
+def test_arch_p1_memorises_a_tiny_set(tmp_path):
+    s = train_seq2seq(scan_cfg("model.arch=p1"), tmp_path / "run", show_progress=False)
+    assert s["em_train"] == 1.0 and s["arch"] == "p1"
+
+
+def test_paper_scale_real_task_configs_use_the_authors_global_batch():
+    """The authors' COGS trainer: AdamW, lr 5e-5 constant, a per-device batch of 20 on 7 GPUs (global 140)."""
+    from anchorlab.text.config import load_lm_config
+
+    for cfg in (load_s2s_config("configs/real/scan_paper.toml"), load_s2s_config("configs/real/cogs_paper.toml"),
+                load_lm_config("configs/text/p2_fig7_paper.toml")):
+        assert (cfg.train.batch_size, cfg.train.lr, cfg.train.schedule) == (140, 5e-5, "constant")

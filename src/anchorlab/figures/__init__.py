@@ -3,7 +3,7 @@
 Each recipe reads run or sweep directories (never re-runs training), computes the figure's data,
 and writes ``<out>/<name>.png`` with the data behind it as ``<out>/<name>.csv`` (and returns the PNG path).
 A source ``RUN_DIR@STEP`` names the checkpoint of that run (every run of a sweep) to analyse (:func:`split_source`).
-Modules: :mod:`.phase` (from logged metrics: P1 Fig. 2, 14, p1-gamma, p1-curves), :mod:`.p1` (P1 mechanism
+Modules: :mod:`.phase` (from logged metrics: P1 Fig. 2, 2c, 14, p1-gamma, p1-curves), :mod:`.p1` (P1 mechanism
 figures), :mod:`.p2` (P2 figures), :mod:`.text` (real-language figures).
 """
 
@@ -242,7 +242,7 @@ def model_label(cfg: Any, short: bool = True) -> str:
     if arch == "emb_mlp":
         return "Emb-MLP"
     depth = f"{m.n_layers}L" if short else f"{m.n_layers} layer{'s' * (m.n_layers != 1)}"
-    if arch == "gpt":
+    if arch in ("gpt", "p1"):
         return f"Transformer {depth}" if short else f"Transformer, {depth}"
     return f"GPT-2 {depth} × {m.d_model}" if short else f"GPT-2, {depth} × {m.d_model}"
 

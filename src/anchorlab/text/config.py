@@ -2,8 +2,9 @@
 
 Same contract as :mod:`anchorlab.config`: dataclass defaults <- TOML file <- ``--set key=value``;
 unknown keys, wrong types and out-of-range values raise :class:`~anchorlab.config.ConfigError` naming the
-dotted field. Defaults are the paper scale (5,000 PrOntoQA + 5,000 stories, GPT-2 small, 200 epochs);
-``configs/text/*_cpu.toml`` shrink them.
+dotted field. Defaults are the paper scale (5,000 PrOntoQA + 5,000 stories, GPT-2 small, 200 epochs) except
+the story source, which is the offline stand-in generator (``data.stories``; P2's TinyStories is ``"hf"``, as
+``configs/text/p2_fig7_paper.toml`` sets); ``configs/text/*_cpu.toml`` shrink them.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 Same contract as :mod:`anchorlab.text.config`: dataclass defaults <- TOML file <- ``--set key=value``; unknown
 keys, wrong types and out-of-range values raise ``ConfigError`` naming the dotted field. A config of this kind
 is recognised by its ``[seq2seq]`` table (:func:`anchorlab.kinds.kind_of_data`). The training, init and seed
-tables are the real-language ones (``LMTrainConfig`` etc.), whose defaults are already the authors' COGS trainer
-values (AdamW, lr 5e-5 constant, batch 20); the defaults here are the paper scale (GPT-2 small, full data).
+tables are the real-language ones (``LMTrainConfig`` etc.), whose defaults are the authors' COGS trainer values
+(AdamW, lr 5e-5 constant) with its per-device batch of 20; that trainer ran on 7 GPUs, a global batch of 140, which
+the paper-scale configs (``configs/real/*_paper.toml``) set. The defaults here are the paper scale (GPT-2 small,
+full data).
 """
 
 from __future__ import annotations
@@ -61,16 +63,26 @@ class Seq2SeqTaskConfig:
 
 @dataclass(frozen=True)
 class Seq2SeqModelConfig:
-    """``arch = "gpt2"``: HF ``GPT2LMHeadModel`` (dropout 0, tied embeddings, MLP 4 d_model, γ-init by
-    :func:`anchorlab.gamma_init.gamma_init_`); ``"gpt"``: our decoder (:mod:`anchorlab.models.gpt`, pre-LN,
-    GELU, MLP ``d_mlp``, γ-init by :func:`anchorlab.init.apply_init`). ``n_ctx`` 0 = the longest row of the
-    data (rows are never truncated)."""
+    """Three models (``arch``):
 
-    arch: Literal["gpt2", "gpt"] = "gpt2"
+    * ``"gpt2"``: HF ``GPT2LMHeadModel`` (dropout 0, tied embeddings, MLP 4 d_model), γ-init by
+      :func:`anchorlab.gamma_init.gamma_init_` (``init.convention``).
+    * ``"p1"``: P1's decoder (arXiv 2405.05409 App. A; :mod:`anchorlab.models.gpt`): post-LN, ReLU, bias-free,
+      d_head = d_model / (2 n_heads), MLP ``d_mlp`` (0 = 3 d_model), P1's init table (std = d_in^-γ with the
+      embeddings at d_model^-γ: :func:`anchorlab.init.apply_init`, convention ``"paper"``). With one head and
+      d_model 400 it is P1's model exactly.
+    * ``"gpt"``: our decoder as first written for these tasks: pre-LN, GELU, d_head = d_model / n_heads, MLP
+      ``d_mlp`` (0 = 4 d_model), and apply_init's ``"fan_in"`` convention, whose token and position embeddings
+      are drawn at vocab^-γ and n_ctx^-γ (unlike gamma_init_'s ``"fan_in"``). Kept so earlier runs keep their
+      meaning.
+
+    ``n_ctx`` 0 = the longest row of the data (rows are never truncated)."""
+
+    arch: Literal["gpt2", "p1", "gpt"] = "gpt2"
     n_layers: int = 12
     d_model: int = 768
     n_heads: int = 12
-    d_mlp: int = 0  # arch "gpt" only; 0 = 4 d_model
+    d_mlp: int = 0  # arch "p1" / "gpt" only; 0 = 3 d_model ("p1") or 4 d_model ("gpt")
     activation: Literal["gelu_new", "gelu_pytorch_tanh"] = "gelu_pytorch_tanh"  # arch "gpt2"
     n_ctx: int = 0
 
@@ -79,6 +91,9 @@ class Seq2SeqModelConfig:
             check(getattr(self, f) > 0, f"model.{f}", "a positive integer")
         check(self.d_model % self.n_heads == 0, "model.n_heads", f"a divisor of d_model = {self.d_model}")
         check(self.d_mlp >= 0 and self.n_ctx >= 0, "model.d_mlp", "d_mlp, n_ctx >= 0 (0 = the default)")
+        if self.arch == "p1":
+            check(self.d_model % (2 * self.n_heads) == 0, "model.n_heads", f"n_heads with d_model = {self.d_model} "
+                  "divisible by 2 n_heads (arch 'p1': d_head = d_model / (2 n_heads))")
 
 
 @dataclass(frozen=True)
@@ -94,9 +109,10 @@ class Seq2SeqRunConfig:
     def validate(self) -> Seq2SeqRunConfig:
         for part in (self.seq2seq, self.model, self.init, self.train):
             part.validate()
-        if self.model.arch == "gpt":
-            check(self.init.convention == "fan_in", "init.convention", "'fan_in' with model.arch = 'gpt'")
-            check(not self.init.overrides, "init.overrides", "empty with model.arch = 'gpt'")
+        if self.model.arch != "gpt2":  # our decoders take their init from anchorlab.init (see the model docstring)
+            arch = self.model.arch
+            check(self.init.convention == "fan_in", "init.convention", f"'fan_in' with model.arch = '{arch}'")
+            check(not self.init.overrides, "init.overrides", f"empty with model.arch = '{arch}'")
         return self
 
     def total_steps(self) -> int | None:

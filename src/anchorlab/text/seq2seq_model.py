@@ -4,7 +4,8 @@ decoding, exact match.
 Models (``model.arch``): HF GPT-2 with γ-init (:func:`anchorlab.gamma_init.gamma_init_`, wrapped in
 :class:`~anchorlab.text.model.TiedLM` as the real-language runs do) or our own decoder
 (:class:`anchorlab.models.gpt.GPT`, which returns logits at every position; γ-init by
-:func:`anchorlab.init.apply_init`). Both map ids [B, P] to logits [B, P, V].
+:func:`anchorlab.init.apply_init`): P1's model (``"p1"``) or the earlier pre-LN variant (``"gpt"``), see
+:class:`~anchorlab.text.seq2seq_config.Seq2SeqModelConfig`. Both map ids [B, P] to logits [B, P, V].
 
 Greedy decoding groups the rows by prompt length, so every batch starts from prompts of one length (no left
 padding, positions as in training), appends the argmax token ``max_new`` times, and stops early once every
@@ -19,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from anchorlab.config import ModelConfig
 from anchorlab.text.seq2seq import IGNORE, Seq2SeqRows
 from anchorlab.text.seq2seq_config import Seq2SeqRunConfig
 
@@ -28,14 +30,14 @@ def build_model(cfg: Seq2SeqRunConfig, vocab_size: int, n_ctx: int, eos_id: int 
     mc = cfg.model
     n_ctx = mc.n_ctx or n_ctx
     gen = torch.Generator().manual_seed(cfg.seeds.init_seed)
-    if mc.arch == "gpt":
-        from anchorlab.config import InitConfig, ModelConfig
+    if mc.arch in ("p1", "gpt"):
+        from anchorlab.config import InitConfig
         from anchorlab.init import apply_init
         from anchorlab.models.gpt import GPT
 
-        m = ModelConfig(d_model=mc.d_model, n_heads=mc.n_heads, d_head=mc.d_model // mc.n_heads,
-                        d_mlp=mc.d_mlp or 4 * mc.d_model, n_layers=mc.n_layers, n_ctx=n_ctx, norm="pre", act="gelu")
-        return apply_init(GPT(m, vocab_size), InitConfig(gamma=cfg.init.gamma, convention="fan_in"), gen)
+        m = decoder_config(cfg, n_ctx)
+        init = InitConfig(gamma=cfg.init.gamma, convention="paper" if mc.arch == "p1" else "fan_in")
+        return apply_init(GPT(m, vocab_size), init, gen)
     from transformers import GPT2Config, GPT2LMHeadModel
 
     from anchorlab.gamma_init import gamma_init_
@@ -49,6 +51,20 @@ def build_model(cfg: Seq2SeqRunConfig, vocab_size: int, n_ctx: int, eos_id: int 
     gamma_init_(model, cfg.init.gamma, convention=cfg.init.convention, overrides=dict(cfg.init.overrides),
                 generator=gen)
     return TiedLM(model)
+
+
+def decoder_config(cfg: Seq2SeqRunConfig, n_ctx: int) -> ModelConfig:
+    """Our decoder's :class:`~anchorlab.config.ModelConfig` for ``model.arch`` "p1" (P1's model: post-LN, ReLU,
+    d_head = d_model / (2 n_heads), MLP 3 d_model) or "gpt" (pre-LN, GELU, d_head = d_model / n_heads, MLP
+    4 d_model)."""
+    from anchorlab.config import ModelConfig
+
+    mc = cfg.model
+    if mc.arch == "p1":
+        return ModelConfig(d_model=mc.d_model, n_heads=mc.n_heads, d_head=mc.d_model // (2 * mc.n_heads),
+                           d_mlp=mc.d_mlp or 3 * mc.d_model, n_layers=mc.n_layers, n_ctx=n_ctx, norm="post", act="relu")
+    return ModelConfig(d_model=mc.d_model, n_heads=mc.n_heads, d_head=mc.d_model // mc.n_heads,
+                       d_mlp=mc.d_mlp or 4 * mc.d_model, n_layers=mc.n_layers, n_ctx=n_ctx, norm="pre", act="gelu")
 
 
 def scored_width(targets: torch.Tensor) -> int:
