@@ -18,6 +18,10 @@ def test_paper_sizes(paper):
     assert len(d) == 16 * (5_625 + 50_625)
     assert int(d.in_train.sum()) == 759_375
     assert 759_375 // 2048 == 370  # batches per epoch with drop_last, as in the authors' log
+    # ... and what training computes from the generated rows (TrainConfig.steps_per_epoch, RunConfig.total_steps)
+    assert cfg.n_train_rows() == int(d.in_train.sum())
+    assert RunConfig().train.steps_per_epoch(int(d.in_train.sum())) == 370
+    assert RunConfig().total_steps() == 370 * 210
 
 
 def test_shift_table():

@@ -21,6 +21,26 @@ def test_defaults_are_the_paper_values():
     assert (t.batch_size, t.epochs, t.lr, t.lr_multiplier, t.warmup_epochs, t.cosine_epochs, t.lr_min) == (
         2048, 210, 1e-5, 25.0, 10.0, 200.0, 1e-5)
     assert (t.weight_decay, t.beta1, t.beta2, t.eps, t.grad_clip) == (0.01, 0.9, 0.999, 1e-8, 1.0)
+    # the rest of P1's code-level values (C-book / C-cc): PyTorch's LayerNorm eps 1e-5, a 20-row positional
+    # table (positions 0..8 used), 370 batches an epoch with drop_last, the authors' d_in table (embeddings at
+    # d_model), xm0:xel group weights 1:9, (4,3) the reported unseen pair, evaluation every 3 epochs and
+    # checkpoints every 20, the warm-up + cosine schedule
+    assert (c.model.ln_eps, c.model.n_ctx, t.drop_last, c.init.convention) == (1e-5, 20, True, "paper")
+    assert (c.task.test_key_weight, c.task.train_key_weight, c.task.probe_pair) == (1, 9, (4, 3))
+    assert (t.eval_every, t.checkpoint_every, t.schedule) == (3, 20, "warmup_cosine")
+
+
+def test_paper_run_is_370_steps_an_epoch_for_210_epochs():
+    """P1's log: 759,375 training rows, batch 2048, drop_last -> 370 batches an epoch; 210 epochs -> 77,700
+    optimizer steps. Through the methods training uses (TrainConfig.steps_per_epoch, RunConfig.total_steps),
+    for the defaults and configs/p1/paper.toml."""
+    for c in (RunConfig(), load_config(CONFIGS / "p1" / "paper.toml")):
+        n_train = c.task.n_train_rows()
+        assert n_train == 759_375
+        assert c.train.steps_per_epoch(n_train) == 370
+        assert c.total_steps() == 370 * 210 == 77_700
+    # drop_last is what makes it 370: keeping the partial batch (759,375 = 370 * 2048 + 1,615) is one more
+    assert RunConfig().replace(**{"train.drop_last": False}).total_steps() == 371 * 210
 
 
 @pytest.mark.parametrize("override, field", [
@@ -354,3 +374,81 @@ def test_data_size_sweeps_shrink_only_the_rows_and_keep_the_steps_where_they_say
             for frac in (0.1, 0.37, 0.5, 0.9):  # the same rate at the same step (the warm-up too)
                 s = int(frac * 27 * full_steps)
                 assert lr_at(s, t, steps) == pytest.approx(lr_at(s, paper, full_steps), rel=0.01)
+
+
+def test_phase_paper_sweep_is_p1s_gamma_by_depth_grid_at_nine_rates_and_three_seeds():
+    """configs/sweeps/p1_phase_paper.toml (P1 Fig. 2a/b; SPEC E1, I.5): configs/p1/paper.toml (the defaults: 1 head,
+    d_k 200, (3,4) seen, 900k rows, batch 2048, 210 epochs) over γ 0.3..0.8 step 0.1 × depth 2..6 × P1's 9 peak
+    rates (1e-5 × m, m = 10, 12.5, ..., 30, uniform in [1e-4, 3e-4]) × seeds 1-3 = 810 runs; nothing else moved."""
+    import dataclasses
+
+    from anchorlab.config import SeedConfig
+    from anchorlab.schedule import lr_at
+    from anchorlab.sweep import load_sweep, narrow
+
+    paper = load_config(CONFIGS / "p1" / "paper.toml")
+    assert paper == RunConfig().replace(**{"init.gamma": 0.8})  # the paper config is the (pinned) defaults
+    spec = load_sweep(CONFIGS / "sweeps" / "p1_phase_paper.toml")  # validates all 810 configs
+    gammas = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+    rates = [10.0, 12.5, 15.0, 17.5, 20.0, 22.5, 25.0, 27.5, 30.0]
+    got = sorted((p["init.gamma"], p["model.n_layers"], p["train.lr_multiplier"], p["seed"]) for p in spec.points())
+    assert got == [(g, n, m, s) for g in gammas for n in (2, 3, 4, 5, 6) for m in rates for s in (1, 2, 3)]
+    assert len(got) == 810
+    # each run's config, for seed 2 (building all 810 again takes ~1 s; the seed axis is generic)
+    for point, c in narrow(spec, ["seed=2"]).configs():
+        assert (c.init.gamma, c.model.n_layers, c.train.lr_multiplier) == (
+            point["init.gamma"], point["model.n_layers"], point["train.lr_multiplier"])
+        assert c.seeds == SeedConfig(point["seed"], point["seed"], point["seed"])
+        assert c.task == paper.task and c.init == dataclasses.replace(paper.init, gamma=point["init.gamma"])
+        assert c.model == dataclasses.replace(paper.model, n_layers=point["model.n_layers"])
+        assert c.train == dataclasses.replace(paper.train, lr_multiplier=point["train.lr_multiplier"])
+        peak = lr_at(10 * 370, c.train, 370)  # the end of the 10-epoch warm-up
+        assert peak == pytest.approx(1e-5 * point["train.lr_multiplier"], rel=1e-9)
+        assert 1e-4 - 1e-12 <= peak <= 3e-4 + 1e-12
+
+
+def test_lrwd_paper_sweep_is_p1s_fig14_grid():
+    """configs/sweeps/p1_lrwd_paper.toml (P1 Fig. 14-16; SPEC E11): 3 layers, 1 head, γ 0.5, both (3,4) and (4,3)
+    held out, peak LR 1e-5 × m for m ∈ {5, 10, 20, 40, 60} (5e-5 ... 6e-4) after a 10-epoch warm-up, cosine over
+    200 epochs to 1e-5; WD {0.003, 0.01, 0.03, 0.1, 0.3} [INF] × 9 seeds ("nine independent experiments" [INF])."""
+    import dataclasses
+
+    from anchorlab.config import SeedConfig
+    from anchorlab.schedule import lr_at
+    from anchorlab.sweep import load_sweep
+
+    paper = load_config(CONFIGS / "p1" / "paper.toml")
+    configs = load_sweep(CONFIGS / "sweeps" / "p1_lrwd_paper.toml").configs()
+    got = sorted((p["train.lr_multiplier"], p["train.weight_decay"], p["seed"]) for p, _ in configs)
+    assert got == [(m, wd, s) for m in (5.0, 10.0, 20.0, 40.0, 60.0) for wd in (0.003, 0.01, 0.03, 0.1, 0.3)
+                   for s in range(1, 10)]
+    for point, c in configs:
+        assert (c.model.n_layers, c.model.n_heads, c.model.d_head, c.init.gamma) == (3, 1, 200, 0.5)
+        assert set(c.task.held_out) == {(3, 4), (4, 3)} and c.task.probe_pair == (4, 3)
+        assert c.task == dataclasses.replace(paper.task, held_out=c.task.held_out)
+        assert c.model == dataclasses.replace(paper.model, n_layers=3)
+        assert c.seeds == SeedConfig(point["seed"], point["seed"], point["seed"])
+        t = c.train
+        assert t == dataclasses.replace(paper.train, lr_multiplier=point["train.lr_multiplier"],
+                                        weight_decay=point["train.weight_decay"])
+        assert (t.lr, t.warmup_epochs, t.cosine_epochs, t.lr_min, t.epochs) == (1e-5, 10.0, 200.0, 1e-5, 210)
+        n = t.steps_per_epoch(c.task.n_train_rows())
+        assert c.task.n_train_rows() == 14 * 50_625  # the 14 trained pairs are all inferential
+        assert lr_at(10 * n, t, n) == pytest.approx(1e-5 * point["train.lr_multiplier"], rel=1e-9)
+        assert lr_at(210 * n - 1, t, n) == pytest.approx(1e-5, rel=1e-6)
+
+
+@pytest.mark.parametrize("name, gammas", [("p2_transformer_paper", [0.3, 0.5, 0.8]), ("p2_emb_mlp_paper", [0.3, 0.8])])
+def test_p2_paper_sweeps_are_their_base_config_over_p2s_gammas(name, gammas):
+    """P2 at paper scale: the Transformer over γ {0.3, 0.5, 0.8} (Fig. 3A, 5, 6; 0.5 in App. C; SPEC II.1, F2) and
+    the Emb-MLP over γ {0.3, 0.8} (Fig. 3B: "γ = 0.3 vs 0.8"; SPEC F3), one seed; everything else is the base
+    config file (configs/p2/*_paper.toml, whose values tests/test_mem_rsn.py pins)."""
+    import dataclasses
+
+    from anchorlab.sweep import load_sweep
+
+    base = load_config(CONFIGS / "p2" / f"{name.removeprefix('p2_')}.toml")
+    configs = load_sweep(CONFIGS / "sweeps" / f"{name}.toml").configs()
+    assert [c.init.gamma for _, c in configs] == gammas
+    for _, c in configs:
+        assert c == dataclasses.replace(base, init=dataclasses.replace(base.init, gamma=c.init.gamma))

@@ -98,6 +98,33 @@ def test_build_lm_draws_gamma_init():
         assert w.std().item() == pytest.approx(32 ** -g, rel=0.1)
 
 
+def test_lm_defaults_are_the_paper_values():
+    """LMRunConfig's defaults are the paper scale its docstring claims (P2 Fig. 1 / 7 [S2]): 5,000 PrOntoQA + 5,000
+    story rows, 200 epochs, HF GPT-2 small (12 layers, d_model 768, 12 heads, GPT-2's gelu_new) with GPT-2's BPE;
+    PrOntoQA's 1-5 hops. (The default story source is the offline stand-in; paper runs set data.stories.)"""
+    c = LMRunConfig().validate()
+    assert (c.data.n_prontoqa, c.data.n_stories, c.train.epochs) == (5000, 5000, 200)
+    assert (c.model.n_layers, c.model.d_model, c.model.n_heads, c.model.activation) == (12, 768, 12, "gelu_new")
+    assert (c.data.tokenizer, c.data.min_hops, c.data.max_hops) == ("gpt2", 1, 5)
+    assert c.total_steps() == -(-10_000 // c.train.batch_size) * 200  # one row per example and per story
+    assert load_lm_config(None) == c
+
+
+def test_built_gpt2_has_no_dropout():
+    """The authors' HF GPT-2 runs set dropout to 0 (SPEC E12): the built model's config says so, no dropout module
+    has p > 0, and two forward passes in train mode agree exactly; the sizes reach HF's config."""
+    model = build_lm(tiny(), 600, 0)
+    hf = model.hf.config
+    assert (hf.resid_pdrop, hf.embd_pdrop, hf.attn_pdrop) == (0.0, 0.0, 0.0)
+    assert (hf.n_layer, hf.n_embd, hf.n_head, hf.vocab_size, hf.n_positions) == (2, 32, 2, 600, 160)
+    dropouts = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    assert dropouts and all(m.p == 0 for m in dropouts)
+    model.train()
+    ids = torch.randint(0, 600, (2, 24), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.equal(model(ids), model(ids))
+
+
 def test_fused_gelu_is_gpt2s_gelu():
     """model.activation = "gelu_pytorch_tanh" reaches HF's MLP and computes GPT-2's gelu_new to float rounding."""
     ref, fused = build_lm(tiny(), 600, 0), build_lm(tiny("model.activation='gelu_pytorch_tanh'"), 600, 0)

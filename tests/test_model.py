@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -93,3 +95,56 @@ def test_small_init_gives_near_uniform_attention():
     _, cache = run_with_cache(model, torch.randint(20, 100, (8, 9)), names=["blocks.0.attn.hook_pattern"])
     avg = torch.tril(torch.ones(9, 9)) / torch.arange(1, 10).unsqueeze(1)
     assert (cache["blocks.0.attn.hook_pattern"][:, 0] - avg).abs().max() < 1e-3
+
+
+def _layer_norm(x, w, b):
+    """PyTorch's LayerNorm written out: biased variance over the last axis, eps 1e-5 (SPEC I.3)."""
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)
+    return (x - mu) / torch.sqrt(var + 1e-5) * w + b
+
+
+def _reference_forward(model, tokens):
+    """P1 eq. 3-6 (SPEC I.3) by hand from the model's weights: X = W_E[tokens] + W_pos[:P]; per block, per head
+    A = softmax(causal(Q Kᵀ / √d_k)), h = LN1(x + Σ_heads A V W_O), x = LN2(h + ReLU(h W_in) W_out); no final LN;
+    logits = x W_U + b_U."""
+    P = tokens.shape[1]
+    x = model.embed.W_E[tokens] + model.pos_embed.W_pos[:P]
+    causal = torch.ones(P, P, dtype=torch.bool).tril()
+    for blk in model.blocks:
+        a = blk.attn
+        attn_out = torch.zeros_like(x)
+        for h in range(a.W_Q.shape[0]):
+            q, k, v = x @ a.W_Q[h], x @ a.W_K[h], x @ a.W_V[h]
+            scores = (q @ k.transpose(-1, -2)) / q.shape[-1] ** 0.5
+            pattern = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+            attn_out = attn_out + (pattern @ v) @ a.W_O[h]
+        h_ = _layer_norm(x + attn_out, blk.ln1.w, blk.ln1.b)
+        x = _layer_norm(h_ + torch.relu(h_ @ blk.mlp.W_in) @ blk.mlp.W_out, blk.ln2.w, blk.ln2.b)
+    return x @ model.unembed.W_U + model.unembed.b_U
+
+
+@pytest.mark.parametrize("n_heads", [1, 2])
+def test_forward_is_p1s_post_ln_relu_transformer(n_heads):
+    """The model's forward (and its last_only path) equals the hand-written P1 block, with the defaults' post-LN,
+    ReLU, LayerNorm eps 1e-5 and a 1/√d_k scale (d_k = 5 here, not d_model / n_heads = 8); no golden files needed.
+    Non-trivial LayerNorm weights/biases and output bias so each of them is exercised."""
+    cfg = tiny_config(**{"model.n_heads": n_heads, "model.d_head": 5, "model.n_layers": 2, "init.gamma": 0.3})
+    assert (cfg.model.norm, cfg.model.act, cfg.model.ln_eps) == ("post", "relu", 1e-5)  # the defaults
+    model = build_initialized_model(cfg, 201).double()
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(("ln1.w", "ln2.w")):
+                p.copy_(1 + 0.5 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+            elif name.endswith(("ln1.b", "ln2.b", "b_U")):
+                p.copy_(0.5 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    tokens = torch.randint(0, 201, (5, 9), generator=g)
+    with torch.no_grad():
+        ref = _reference_forward(model, tokens)
+        torch.testing.assert_close(model(tokens), ref, rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(model(tokens, last_only=True), ref[:, -1:], rtol=1e-10, atol=1e-10)
+        # the comparison is sharp enough to tell the eps apart (PyTorch default 1e-5 vs 1e-6)
+        other = build_model(dataclasses.replace(cfg.model, ln_eps=1e-6), 201).double()
+        other.load_state_dict(model.state_dict())
+        assert (other(tokens) - ref).abs().max() > 1e-8

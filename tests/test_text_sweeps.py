@@ -77,6 +77,48 @@ def test_p1_grids_two_settings_and_step_budgets():
         assert b.train.micro_batches == 4
 
 
+GPT2_SMALL = (12, 768, 12, "gelu_new")  # n_layers, d_model, n_heads, GPT-2's activation
+
+
+def test_p2_fig7_paper_grid_is_p2s_mix_gpt2_small_and_three_gammas():
+    """configs/sweeps/text_p2_fig7_paper.toml (P2 Fig. 1 / 7; SPEC F1, F9 [S2]): 5,000 PrOntoQA + 5,000 TinyStories
+    sequences (the real ones, data.stories = "hf"), GPT-2's BPE, GPT-2 small, 200 epochs, γ 0.3 / 0.5 / 0.8, lr 5e-5
+    constant (the authors' HF GPT-2 script); the base file alone is the small init γ 0.8 [INF]; nothing else moves."""
+    import dataclasses
+
+    from anchorlab.text.config import load_lm_config
+
+    base = load_lm_config(ROOT / "configs" / "text" / "p2_fig7_paper.toml")
+    assert base.init.gamma == 0.8
+    cfgs = configs("text_p2_fig7_paper")
+    assert [c.init.gamma for c in cfgs] == [0.3, 0.5, 0.8]
+    for c in cfgs:
+        d, m, t = c.data, c.model, c.train
+        assert (d.n_prontoqa, d.n_stories, d.stories, d.tokenizer) == (5000, 5000, "hf", "gpt2")
+        assert (m.n_layers, m.d_model, m.n_heads, m.activation) == GPT2_SMALL
+        assert (t.epochs, t.lr, t.schedule, t.warmup_steps) == (200, 5e-5, "constant", 0)
+        assert c == dataclasses.replace(base, init=dataclasses.replace(base.init, gamma=c.init.gamma))
+
+
+def test_p1_fig7_paper_grid_is_p1s_two_settings_on_prontoqa_with_gpt2_small():
+    """configs/sweeps/text_p1_fig7_paper.toml (P1 Fig. 7; SPEC E13): PrOntoQA only (no stories), GPT-2's BPE and
+    GPT-2 small; (a) γ 0.5 / WD 0.01 and (b) γ 0.7 / WD 0.1 [T1] at data sizes 300 / 1,000 / 3,000 with
+    200 / 60 / 20 epochs (sizes and epochs are not published: the CPU grid's, see the file)."""
+    import dataclasses
+
+    cfgs = configs("text_p1_fig7_paper")
+    assert [(c.data.n_prontoqa, c.train.epochs, c.init.gamma, c.train.weight_decay) for c in cfgs] == [
+        (n, e, g, wd) for n, e in ((300, 200), (1000, 60), (3000, 20)) for g, wd in ((0.5, 0.01), (0.7, 0.1))]
+    first = cfgs[0]
+    for c in cfgs:
+        assert (c.data.n_stories, c.data.n_test_stories, c.data.tokenizer) == (0, 0, "gpt2")
+        assert (c.model.n_layers, c.model.d_model, c.model.n_heads, c.model.activation) == GPT2_SMALL
+        assert dataclasses.replace(c, data=dataclasses.replace(c.data, n_prontoqa=first.data.n_prontoqa),
+                                   init=first.init,
+                                   train=dataclasses.replace(c.train, epochs=first.train.epochs,
+                                                             weight_decay=first.train.weight_decay)) == first
+
+
 def test_set_reaches_every_run_of_a_sweep():
     cfgs = configs("text_p2_fig7a_quick_cpu", "seeds.init_seed=1", "seeds.train_seed=1")
     assert all((c.seeds.init_seed, c.seeds.train_seed, c.seeds.data_seed) == (1, 1, 0) for c in cfgs)
