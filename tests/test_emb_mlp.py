@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -32,6 +34,28 @@ def test_matches_the_definition():
     W_E, W_in, W_U = model.W_E, model.W_in, model.W_U
     expected = torch.relu((W_E[40] + W_E[11] + W_E[13]) @ W_in) @ W_U
     assert torch.allclose(model(x)[0, 0], expected, atol=1e-6)
+
+
+def test_paper_config_computes_tanh_of_the_embedding_sum():
+    """configs/p2/emb_mlp_paper.toml's model is G(X) = tanh(Σ_s W_E[s] W_in) W_U (P2 Definition 1, σ = tanh)."""
+    cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / "p2" / "emb_mlp_paper.toml")
+    model = apply_init(build_model(cfg.model, cfg.task.vocab_size), cfg.init, torch.Generator().manual_seed(0))
+    model = model.double()
+    x = torch.tensor([[40, 11, 13], [120, 2, 7], [21, 20, 20]])
+    W_E, W_in, W_U = model.W_E, model.W_in, model.W_U
+    pre = torch.stack([W_E[row].sum(dim=0) for row in x]) @ W_in
+    expected = torch.tanh(pre) @ W_U
+    with torch.no_grad():
+        torch.testing.assert_close(model(x)[:, 0], expected, rtol=1e-12, atol=1e-12)
+        # not void: the pre-activations reach both signs and the non-linear part of tanh (at γ 0.3's larger init)
+        assert (pre < 0).any() and (pre > 0).any()
+        assert not torch.allclose(torch.relu(pre) @ W_U, expected)
+        big = apply_init(build_model(cfg.model, cfg.task.vocab_size), InitConfig(gamma=0.3),
+                         torch.Generator().manual_seed(0)).double()
+        pre_big = big.W_E[x].sum(dim=1) @ big.W_in
+        assert pre_big.abs().max() > 1  # where tanh(u) and u differ by > 20 %
+        torch.testing.assert_close(big(x)[:, 0], torch.tanh(pre_big) @ big.W_U, rtol=1e-12, atol=1e-12)
+        assert not torch.allclose(big(x)[:, 0], pre_big @ big.W_U, rtol=1e-3)
 
 
 def test_order_invariant():

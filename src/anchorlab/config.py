@@ -216,7 +216,7 @@ class ModelConfig:
     d_mlp: int = 1200
     n_layers: int = 2
     n_ctx: int = 20  # rows of W_pos; the authors allocate 20 positions and use 0..seq_len-1
-    norm: Literal["post", "pre"] = "post"
+    norm: Literal["post", "pre", "none"] = "post"  # "none": no LayerNorm at all (P2 App. ablation)
     act: Literal["relu", "gelu", "tanh"] = "relu"
     ln_eps: float = 1e-5
 
@@ -332,6 +332,10 @@ class RunConfig:
         if self.model.name == "gpt":
             check(self.model.n_ctx >= self.task.seq_len, "model.n_ctx",
                   f"an integer >= task.seq_len = {self.task.seq_len} (one position per token)")
+        if getattr(self.task, "reference", "") and "init" in getattr(self.task, "reference_parts", ()):
+            # the file holds the authors' post-LN weights, LayerNorms included (anchorlab.reference)
+            check(self.model.norm == "post", "model.norm",
+                  f"'post' when task.reference gives the init (the file's model is post-LN), got {self.model.norm!r}")
         if self.model.name == "emb_mlp":  # the Emb-MLP reads a bag (z, a_1..a_q): p = 1, L = q + 1
             q = getattr(self.task, "q", 2)
             check(self.task.seq_len == q + 1, "task.seq_len",

@@ -7,6 +7,7 @@ Parameters are stored input-first (x @ W), as in TransformerLens:
 
 Post-LN (the paper's; no final LayerNorm)::  x = LN1(x + Attn(x));  x = LN2(x + MLP(x))
 Pre-LN (selectable; adds ``ln_final``)::      x = x + Attn(LN1(x));  x = x + MLP(LN2(x))
+No LayerNorm (``norm = "none"``; P2's ablation):: x = x + Attn(x);  x = x + MLP(x)   (no ln1/ln2/ln_final)
 
 Constructors only allocate (``torch.empty``); :func:`anchorlab.init.apply_init` gives every value.
 Each module declares the *role* of its parameters in ``param_roles``; the init module maps roles to d_in.
@@ -24,6 +25,7 @@ from anchorlab.config import ModelConfig
 from anchorlab.models.hooks import HookPoint
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "tanh": torch.tanh}
+NORMS = ("post", "pre", "none")  # model.norm
 
 
 class Embed(nn.Module):
@@ -113,17 +115,24 @@ class MLP(nn.Module):
 class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.pre_norm = cfg.norm == "pre"
-        self.ln1 = LayerNorm(cfg.d_model, cfg.ln_eps)
+        if cfg.norm not in NORMS:
+            raise ValueError(f"model.norm: allowed values are {', '.join(map(repr, NORMS))}, got {cfg.norm!r}")
+        self.norm = cfg.norm
+        # Without LayerNorm the block has no ln1/ln2 at all (no parameters, no hooks), rather than identities:
+        # the parameter list, the init and the stacked weights of batched training then need no special case.
+        self.ln1 = LayerNorm(cfg.d_model, cfg.ln_eps) if cfg.norm != "none" else None
         self.attn = Attention(cfg)
-        self.ln2 = LayerNorm(cfg.d_model, cfg.ln_eps)
+        self.ln2 = LayerNorm(cfg.d_model, cfg.ln_eps) if cfg.norm != "none" else None
         self.mlp = MLP(cfg)
         self.hook_resid_pre, self.hook_resid_mid, self.hook_resid_post = HookPoint(), HookPoint(), HookPoint()
 
     def forward(self, x: Tensor, last_only: bool = False) -> Tensor:
         x = self.hook_resid_pre(x)
         x_q = x[:, -1:] if last_only else x  # the residual stream that continues past attention
-        if self.pre_norm:
+        if self.ln1 is None or self.ln2 is None:  # norm "none": the bare residual stream
+            x = self.hook_resid_mid(x_q + self.attn(x, last_only))
+            return self.hook_resid_post(x + self.mlp(x))
+        if self.norm == "pre":
             x = self.hook_resid_mid(x_q + self.attn(self.ln1(x), last_only))
             return self.hook_resid_post(x + self.mlp(self.ln2(x)))
         # Post-LN: resid_mid is the paper's X^{ao} (attention output after its LayerNorm).
