@@ -479,3 +479,72 @@ def test_p1_gamma_reads_each_run_after_one_epoch(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "epoch" in err and "Traceback" not in err
     assert not (tmp_path / "bad").exists()
+
+
+# P1 Fig. 2c: (γ, seed) -> the final (inferential, symmetric) of one run; γ 0.5 has 4 seeds, γ 0.8 three
+FIG2C = {(0.5, 1): (0.10, 0.90), (0.5, 2): (0.00, 1.00), (0.5, 3): (0.20, 0.70), (0.5, 4): (0.10, 0.80),
+         (0.8, 1): (0.90, 0.00), (0.8, 2): (0.60, 0.30), (0.8, 3): (0.75, 0.05)}
+MULTI_HEAD = {"model.n_heads": 4, "model.d_head": 4, "model.act": "gelu", "model.norm": "post"}
+
+
+def test_mean_std_is_the_mean_and_population_std_of_each_group():
+    from anchorlab.phase import mean_std
+
+    rows = [{"model": "m", "gamma": g, "seed": s, "inferential": i, "symmetric": y} for (g, s), (i, y) in FIG2C.items()]
+    stats = mean_std(rows, ("model", "gamma"), ("inferential", "symmetric"))
+    assert [(s["gamma"], s["n"]) for s in stats] == [(0.5, 4), (0.8, 3)]
+    for s in stats:
+        inf = [i for (g, _), (i, _) in FIG2C.items() if g == s["gamma"]]
+        assert s["inferential_mean"] == pytest.approx(sum(inf) / len(inf))
+        var = sum((v - s["inferential_mean"]) ** 2 for v in inf) / len(inf)  # population variance (ddof 0)
+        assert s["inferential_std"] == pytest.approx(var ** 0.5)
+    assert stats[0]["symmetric_mean"] == pytest.approx(0.85) and stats[0]["symmetric_std"] == pytest.approx(0.1118034)
+    assert mean_std(rows[:1], ("gamma",), ("inferential",)) == [{"gamma": 0.5, "n": 1, "inferential_mean": 0.1,
+                                                                   "inferential_std": 0.0}]
+
+
+def test_p1_fig2c_draws_mean_and_std_over_each_gammas_seeds(tmp_path):
+    """p1-fig2c reads the runs as p1-gamma does and writes one CSV row per γ: the mean and (population) std of the
+    held-out pair's accuracies over its seeds, the seeds and runs behind them and the block they trained; the
+    figure has a bar with ± std error bars per γ and answer."""
+    from matplotlib.container import ErrorbarContainer
+
+    from anchorlab.figures.phase import p1_fig2c
+
+    ev = lambda i, y: [(0, 0, 0.0, 0.0, 0.0, 0.0), (3, 30, i, y, 1.0, i)]
+    runs = [fake_run(tmp_path / f"g{g}_s{s}", g, s, ev(i, y), done=(g, s) != (0.8, 3), **MULTI_HEAD)
+            for (g, s), (i, y) in FIG2C.items()]
+    for d, ((g, s), (i, y)) in zip(runs, FIG2C.items()):
+        if (g, s) != (0.8, 3):  # a finished run's final values come from its summary
+            rundir.write_json(d / rundir.SUMMARY, {"unseen_inferential_acc": i, "unseen_symmetric_acc": y,
+                                                   "seen_test_acc": 1.0})
+    png = draw("p1-fig2c", runs, tmp_path / "out")
+    assert FIGURES["p1-fig2c"].sources == "runs" and png == tmp_path / "out" / "p1-fig2c.png"
+    rows = list(csv.DictReader(open(png.with_suffix(".csv"))))
+    assert [(r["gamma"], r["n_runs"], r["seeds"], r["status"]) for r in rows] == [
+        ("0.5", "4", "1 2 3 4", "done"), ("0.8", "3", "1 2 3", "unfinished")]
+    assert [float(r["inferential_mean"]) for r in rows] == pytest.approx([0.1, 0.75])
+    assert [float(r["inferential_std"]) for r in rows] == pytest.approx([0.0707107, 0.1224745])
+    assert [float(r["symmetric_mean"]) for r in rows] == pytest.approx([0.85, 0.35 / 3])
+    assert rows[0]["run_ids"] == "g0.5_s1 g0.5_s2 g0.5_s3 g0.5_s4" and rows[0]["pair"] == "(4,3)"
+    assert rows[0]["architecture"] == "4 heads × d_head 4, d_model 16, d_mlp 32, GELU, post-LN"
+    assert float(rows[0]["std_W_Q"]) == pytest.approx(16 ** -0.5)
+    # the plot: 2 γ × 2 answers, each a bar at the mean with ± std error bars
+    import matplotlib.pyplot as plt
+
+    from anchorlab.figures.phase import gamma_rows
+    from anchorlab.phase import mean_std
+    from anchorlab.plotting.figures import plot_gamma_comparison
+
+    shown = gamma_rows(runs)
+    fig = plot_gamma_comparison(shown, spread=mean_std(shown, ("model", "gamma"), ("inferential", "symmetric")))
+    ax = fig.axes[0]
+    assert sum(isinstance(c, ErrorbarContainer) for c in ax.containers) == 4
+    assert sorted(round(p.get_height(), 4) for p in ax.patches) == sorted(
+        round(v, 4) for v in (0.1, 0.75, 0.85, 0.35 / 3))
+    plt.close(fig)
+    # read at one epoch, with the options p1-gamma takes; a bad value is one line naming the figure
+    at0 = list(csv.DictReader(open(p1_fig2c(runs, tmp_path / "e0", epoch=0).with_suffix(".csv"))))
+    assert {r["inferential_mean"] for r in at0} == {"0.0"} and {r["evaluation"] for r in at0} == {"epoch 0"}
+    with pytest.raises(ConfigError, match="figure p1-fig2c: option keys"):
+        draw("p1-fig2c", runs, tmp_path / "bad", keys="middle")

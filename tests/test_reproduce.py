@@ -10,7 +10,7 @@ import pytest
 
 from anchorlab.config import ConfigError
 from anchorlab.figures import FIGURES
-from anchorlab.reproduce import get, load_registry, reproduce
+from anchorlab.reproduce import REGISTRY, get, load_registry, reproduce
 from anchorlab.sweep import load_sweep
 from tests.tiny import TINY_ANCHOR_TOML
 
@@ -58,6 +58,38 @@ def test_both_sides_m20_entry_runs_the_single_rate_sweep_and_draws_the_curves():
     assert rep.figures[0].options == {"loss": True}  # the training loss under the accuracies: post-fit spikes show
     assert FIGURES["p1-curves"].sources == "runs" and rep.minutes is not None and rep.minutes > 600
     assert len(load_sweep(rep.sweeps[0]).configs()) == 6
+
+
+def test_fig2c_entry_is_p1s_multi_head_post_ln_variant_per_gamma_over_4_seeds():
+    """p1-fig2c (P1 Fig. 2c, arXiv 2405.05409 App. A): the CPU and paper sweeps, each the 2-layer post-LN GPT-2 variant
+    (4 heads, GELU) over a γ grid × 4 seeds (P1: std over 4 runs), drawn by p1-fig2c; the sizes and grids P1 does
+    not give are pinned here as chosen (docs/reproduction.md, "P1 Fig. 2c")."""
+    rep = load_registry()["p1-fig2c"]
+    assert [p.name for p in rep.sweeps] == ["p1_fig2c_cpu.toml"]
+    assert [p.name for p in rep.paper] == ["p1_fig2c_paper.toml"]
+    assert [f.name for f in rep.figures] == ["p1-fig2c"] and FIGURES["p1-fig2c"].sources == "runs"
+    assert rep.minutes is not None and 10 <= rep.minutes <= 30 and "Fig. 2c" in rep.about
+    grids = {"cpu": (rep.sweeps[0], (64, 4, 10, 128), [0.4, 0.55, 0.7, 0.85, 1.0]),
+             "paper": (rep.paper[0], (400, 4, 64, 1200), [0.3, 0.4, 0.5, 0.6, 0.7, 0.8])}
+    for scale, (path, sizes, gammas) in grids.items():
+        spec = load_sweep(path)
+        assert spec.axes == {"init.gamma": gammas, "seed": [1, 2, 3, 4]}, scale
+        cfgs = [cfg for _, cfg in spec.configs()]
+        assert len(cfgs) == 4 * len(gammas)
+        assert {(c.model.d_model, c.model.n_heads, c.model.d_head, c.model.d_mlp) for c in cfgs} == {sizes}, scale
+        assert {(c.model.name, c.model.n_layers, c.model.act, c.model.norm) for c in cfgs} == {
+            ("gpt", 2, "gelu", "post")}, scale
+        assert sorted({c.init.gamma for c in cfgs}) == gammas
+        assert sorted({(c.seeds.data_seed, c.seeds.init_seed, c.seeds.train_seed) for c in cfgs}) == [
+            (s, s, s) for s in (1, 2, 3, 4)]
+    # the rest is P1's training as the 1-head configs have it: paper.toml at paper scale, the demo's at CPU scale
+    from anchorlab.config import load_config
+
+    root = REGISTRY.parent / "p1"
+    for variant, base in (("gpt2_paper.toml", "paper.toml"), ("gpt2_cpu.toml", "cpu_demo.toml")):
+        v, b = load_config(root / variant), load_config(root / base)
+        assert (v.task, v.train, v.init) == (b.task, b.train, b.init), variant
+        assert (v.model.n_layers, v.model.d_model, v.model.d_mlp) == (b.model.n_layers, b.model.d_model, b.model.d_mlp)
 
 
 def registry(tmp_path: Path, figures: str, extra: str = "") -> Path:

@@ -234,6 +234,8 @@ SET = arg("--set", action="append", default=[], metavar="KEY=VALUE",
 OUT = arg("--out", help="run directory (default runs/<run id>)")
 RESUME = arg("--resume", metavar="RUN_DIR", help="train the unfinished run in RUN_DIR on from its last epoch, with the "
              "config its config.json holds (no config, --out or --from; --set only for train.threads)")
+WORKERS_HELP = ("N 1-thread worker processes; 1 trains one run at a time in this process with the runs' own "
+                "train.threads (0 = every core: add --set train.threads=1 beside other jobs)")
 BACKEND = {"choices": ("local", "process", "ray"), "help": "local: this process; process: 1-thread worker "
            "processes; ray: one Ray task per run (pip install 'anchorlab[ray]')"}
 ONLY = arg("--only", action="append", default=[], metavar="KEY=VALUE", help="part of the grid: only the points "
@@ -258,7 +260,8 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("--out", required=True, help="output .npz file")]),
     "demo": (_demo, "the default CPU experiment: small vs middle vs large init, 3 seeds", [
         arg("--config", help="demo sweep file (default configs/demo.toml)"), arg("--out", default="demo_out"),
-        arg("--workers", type=int, default=2, help="1-thread worker processes")]),
+        arg("--workers", type=int, default=2, help="N 1-thread worker processes; 1 trains one run at a time in this "
+            "process with the demo runs' own train.threads")]),
     "sweep": (_sweep, "train every run of a grid (base config + axes): anchor-task or LM runs", [
         arg("file", help="sweep TOML (configs/sweeps/)"), SET,
         ONLY,
@@ -295,7 +298,7 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
         arg("name", help="entry of configs/reproduce.toml (e.g. p2-fig7a); `list` prints them with times"),
         arg("--paper", action="store_true", help="the paper-scale sweeps (need a GPU) instead of the CPU ones"),
         arg("--out", help="output directory (default runs/reproduce/NAME)"),
-        arg("--workers", type=int, default=2, help="1-thread worker processes"), arg("--backend", **BACKEND),
+        arg("--workers", type=int, default=2, help=WORKERS_HELP), arg("--backend", **BACKEND),
         arg("--batch-models", type=int, metavar="K", help="local: up to K same-shaped runs trained together "
             "(stacked weights); default 16 on a GPU, 1 on a CPU"), SET, ONLY, DRY]),
     "config": (_config, "print a resolved config as TOML, then the γ-std table of its model", [

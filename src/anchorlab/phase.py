@@ -1,4 +1,5 @@
-"""Phase diagrams: a tidy table of runs -> grids over two axes (P1 Fig. 2 aggregation).
+"""Phase diagrams: a tidy table of runs -> grids over two axes (P1 Fig. 2 aggregation), and the mean and std
+over seeds per group of runs (P1 Fig. 2c's error bars).
 
 For each (x, y, seed) cell the best value over the ``best_over`` axes (P1: the learning rates) is taken
 for each metric separately, then the mean over seeds. With ``use_best_epoch`` the per-run value is the
@@ -51,4 +52,21 @@ def phase_grid(rows: Sequence[dict[str, Any]], x: str, y: str, metrics: Sequence
     for (xv, yv), vals in per_seed[mask_metric].items():
         n[ys.index(yv), xs.index(xv)] = len(vals)
     out["n_seeds"] = n
+    return out
+
+
+def mean_std(rows: Sequence[dict[str, Any]], by: Sequence[str], metrics: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per distinct value of the ``by`` columns of ``rows`` (sorted by them): those columns, ``n`` (how
+    many rows it averages: P1 Fig. 2c's "4 runs") and, per metric, ``<metric>_mean`` and ``<metric>_std``, the
+    population std over those rows (numpy's default, ddof 0, as the other error bars here; 0 for one row)."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[tuple(r[k] for k in by)].append(r)
+    out = []
+    for key, group in sorted(groups.items()):
+        stats: dict[str, Any] = dict(zip(by, key)) | {"n": len(group)}
+        for m in metrics:
+            vals = np.array([float(r[m]) for r in group])
+            stats |= {f"{m}_mean": float(vals.mean()), f"{m}_std": float(vals.std())}
+        out.append(stats)
     return out

@@ -1,6 +1,7 @@
 """P1 figures from what runs log (summaries, metrics), no checkpoints: phase diagrams over a sweep directory
-(Fig. 2, 14), the γ comparison (``p1-gamma``), the held-out pair over training (``p1-curves``), the outcome
-against fit speed (``p1-fit-speed``) and the logged mechanism scalars over training (``p1-condensation``)."""
+(Fig. 2, 14), the γ comparison (``p1-gamma``) and its mean ± std over seeds (Fig. 2c, ``p1-fig2c``), the held-out
+pair over training (``p1-curves``), the outcome against fit speed (``p1-fit-speed``) and the logged mechanism
+scalars over training (``p1-condensation``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from anchorlab import rundir
 from anchorlab.config import CompositeTaskConfig, ConfigError, RunConfig
 from anchorlab.config_tools import varied_fields
 from anchorlab.figures import figure, model_label, save_figure
-from anchorlab.phase import SEED_AXES, phase_grid
+from anchorlab.phase import SEED_AXES, mean_std, phase_grid
 from anchorlab.plotting.figures import plot_gamma_comparison, plot_phase_diagrams, plot_probe_curves, plot_probe_grid
 from anchorlab.sweep import MANIFEST, collect
 
@@ -204,30 +205,84 @@ def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False, 
     rates and epochs on 43_xel. Without ``best_of_seed``, runs that differ in another config field (weight
     decay, rate, …) are bars of their own, labelled with it. ``epoch`` (``--option epoch=N``; -1, the default:
     the last evaluation): each run read after epoch N, e.g. a 210-epoch run where P1's protocol was read (27)."""
-    probe_suffix("p1-gamma", keys)
-    if epoch < -1:
-        raise ConfigError(f"figure p1-gamma: option epoch: an epoch >= 0, or -1 for the last evaluation (got {epoch})")
-    rows = gamma_rows([Path(d) for d in run_dirs], keys, use_best_epoch, None if epoch == -1 else epoch)
-    if not rows:
-        raise ConfigError("figure p1-gamma: needs composite-task (P1) runs with at least one evaluation"
-                          + ("" if keys == "both" else f" that logs the held-out pair per key type (keys={keys})"))
-    pairs = " / ".join(sorted({r["pair"] for r in rows}))
-    if keys != "both":
-        pairs += f", {KEYS_NAMES[keys]}"
+    rows, pairs = _gamma_figure_rows("p1-gamma", run_dirs, keys, use_best_epoch, epoch)
     if best_of_seed:
         rows = best_per_seed(rows)
         when = ", best epoch" if use_best_epoch else f", after epoch {epoch}" if epoch >= 0 else ""
         fig = plot_gamma_comparison(rows, pair=pairs, dots="seed (best of its runs)",
                                     title=f"P1: held-out pair {pairs} per γ, best over each seed's runs{when} "
                                           f"(P1 §4; bars: mean over seeds)")
-    else:  # runs that differ in more than γ and the seed (weight decay, say) get their own bars, named below γ
-        varied_keys = [k for k in rows[0] if "." in k]  # the config fields of gamma_rows' varied columns
-        shown = [{**r, "model": "\n".join([r["model"], *_varied_parts({k: r[k] for k in varied_keys})])}
-                 for r in rows]
+    else:
         title = (f"P1: held-out pair {pairs} per γ, best evaluation of each run" if use_best_epoch else
-                 f"P1: held-out pair {pairs} per γ, each run after epoch {epoch}" if epoch >= 0 else None)
-        fig = plot_gamma_comparison(shown, pair=pairs, **({"title": title} if title else {}))
+                 f"P1: held-out pair {pairs} per γ, each run after epoch {epoch}" if epoch >= 0 else "")
+        fig = plot_gamma_comparison(_shown(rows), pair=pairs, title=title)
     return save_figure(fig, rows, Path(out), "p1-gamma")
+
+
+def _gamma_figure_rows(name: str, run_dirs: list[Path], keys: str, use_best_epoch: bool,
+                       epoch: int) -> tuple[list[dict[str, Any]], str]:
+    """:func:`gamma_rows` of the runs for figure ``name`` (``epoch`` -1: the last evaluation) and the held-out
+    pair(s) they are read on, as titles name them; a bad option or no run to draw is one line naming it."""
+    probe_suffix(name, keys)
+    if epoch < -1:
+        raise ConfigError(f"figure {name}: option epoch: an epoch >= 0, or -1 for the last evaluation (got {epoch})")
+    rows = gamma_rows([Path(d) for d in run_dirs], keys, use_best_epoch, None if epoch == -1 else epoch)
+    if not rows:
+        raise ConfigError(f"figure {name}: needs composite-task (P1) runs with at least one evaluation"
+                          + ("" if keys == "both" else f" that logs the held-out pair per key type (keys={keys})"))
+    pairs = " / ".join(sorted({r["pair"] for r in rows}))
+    return rows, pairs + ("" if keys == "both" else f", {KEYS_NAMES[keys]}")
+
+
+def _shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` of :func:`gamma_rows` with the config fields in which runs differ beyond γ and the seed (weight
+    decay, say) added to the model label, below it: such runs get bars of their own, named below γ."""
+    varied_keys = [k for k in rows[0] if "." in k]  # the config fields of gamma_rows' varied columns
+    return [{**r, "model": "\n".join([r["model"], *_varied_parts({k: r[k] for k in varied_keys})])} for r in rows]
+
+
+def _architecture(cfg: RunConfig) -> str:
+    """A Transformer's block as Fig. 2c's title names it: "4 heads × d_head 64, d_model 400, d_mlp 1200, GELU,
+    post-LN"."""
+    m = cfg.model
+    return (f"{m.n_heads} head{'s' * (m.n_heads != 1)} × d_head {m.d_head}, d_model {m.d_model}, d_mlp {m.d_mlp}, "
+            f"{m.act.upper()}, {m.norm}-LN")
+
+
+@figure("p1-fig2c", "runs", "P1 Fig. 2c: inferential and symmetric accuracy on the held-out pair per γ, mean "
+        "± std over the seeds (P1: 4 runs of its multi-head GPT-2), one dot per seed")
+def p1_fig2c(run_dirs: list[Path], out: str | Path, keys: str = "both", use_best_epoch: bool = False,
+             epoch: int = -1) -> Path:
+    """P1 Fig. 2c (arXiv 2405.05409, App. A): the multi-head, post-LN GPT-2 variant's inferential and symmetric
+    accuracy on the held-out pair per γ, bars at the mean over the runs of each γ (the seeds) with ± std error
+    bars (population std, :func:`anchorlab.phase.mean_std`) and a dot per run. The runs are read as ``p1-gamma``
+    reads them (:func:`gamma_rows`; ``keys``, ``use_best_epoch``, ``epoch`` as there); runs that differ in more
+    than γ and the seed are groups of their own. The CSV has one row per group: the mean and std of each accuracy
+    (and of the seen pairs' test accuracy, P1's 0.9 bar), the number of runs, their seeds and run ids, and the
+    block the runs trained (:func:`_architecture`)."""
+    rows, pairs = _gamma_figure_rows("p1-fig2c", run_dirs, keys, use_best_epoch, epoch)
+    shown = _shown(rows)
+    seen = ("seen_test",) if all(r["seen_test"] is not None for r in shown) else ()
+    stats = mean_std(shown, ("model", "pair", "gamma"), ("inferential", "symmetric", *seen))
+    by_id = {Path(d).name: Path(d) for d in run_dirs}
+    arch = {r["run_id"]: _architecture(rundir.read_config(by_id[r["run_id"]])) for r in rows}
+    table = []
+    for s in stats:
+        group = [r for r in shown if (r["model"], r["pair"], r["gamma"]) == (s["model"], s["pair"], s["gamma"])]
+        table.append({"model": s["model"].replace("\n", ", "), "pair": s["pair"], "keys": keys,
+                      "evaluation": group[0]["evaluation"], "gamma": s["gamma"], "std_W_Q": group[0]["std"],
+                      **{k: v for k, v in s.items() if k.endswith(("_mean", "_std"))}, "n_runs": s["n"],
+                      "seeds": " ".join(str(r["seed"]) for r in group),
+                      "status": "done" if all(r["status"] == "done" for r in group) else "unfinished",
+                      "architecture": " / ".join(sorted({arch[r["run_id"]] for r in group})),
+                      "run_ids": " ".join(r["run_id"] for r in group)})
+    blocks = " / ".join(sorted(set(arch.values())))
+    when = (", best evaluation of each run" if use_best_epoch else f", each run after epoch {epoch}" if epoch >= 0
+            else "")
+    fig = plot_gamma_comparison(shown, pair=pairs, spread=stats,
+                                title=f"P1 Fig. 2c: held-out pair {pairs} per γ{when}, bars: mean ± std over the "
+                                      f"runs of each γ; {blocks}")
+    return save_figure(fig, table, Path(out), "p1-fig2c")
 
 
 # p1-curves: the headline keys (pooled over both key types of the held-out pair, as p1-gamma and the demo), and

@@ -220,13 +220,15 @@ def plot_phase_diagrams(xs: Sequence[Any], ys: Sequence[Any], grids: dict[str, A
 
 def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", title: str = "", x: str = "gamma",
                           x_name: str = "γ", xlabel: str = "γ  (std = d_in^−γ: larger γ = smaller initialization)",
-                          dots: str = "seed") -> Figure:
+                          dots: str = "seed", spread: Sequence[dict[str, Any]] | None = None) -> Figure:
     """P1's contrast in one picture: per γ (ascending; with several models, per model and γ) the fraction of
     held-out-pair inputs answered inferentially and symmetrically, one dot per seed, a bar at the mean.
 
     Each row: ``{"gamma", "inferential", "symmetric"}`` and optionally ``"model"`` (e.g. "Transformer 2L")
     and ``"std"`` (std of W_Q, shown under the γ). ``x`` / ``x_name`` / ``xlabel`` put another
-    quantity on the x-axis (P1 Fig. 2 over one axis); ``dots`` names what one dot is."""
+    quantity on the x-axis (P1 Fig. 2 over one axis); ``dots`` names what one dot is. ``spread`` (P1 Fig. 2c):
+    one row per (model, x) with ``"inferential_mean"``, ``"inferential_std"`` and the same for symmetric; each
+    mean is then a filled bar with ± std error bars."""
     import numpy as np
 
     models = sorted({r.get("model", "") for r in rows})
@@ -246,7 +248,13 @@ def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", t
                 # a run still training: its last evaluation, hollow (not a result yet)
                 ax.scatter((i + dx + jitter)[~done], np.array(vals)[~done], s=24, facecolors="white",
                            edgecolors=COLORS[key], linewidths=1.0, zorder=3)
-                ax.hlines(float(np.mean(vals)), i + dx - 0.13, i + dx + 0.13, color=COLORS[key], lw=2.2, zorder=2)
+                stats = next((r for r in spread or () if (r.get("model", ""), r[x]) == cat), None)
+                if stats is None:
+                    ax.hlines(float(np.mean(vals)), i + dx - 0.13, i + dx + 0.13, color=COLORS[key], lw=2.2, zorder=2)
+                else:
+                    mean, sd = float(stats[f"{key}_mean"]), float(stats[f"{key}_std"])
+                    ax.bar(i + dx, mean, width=0.3, color=COLORS[key], alpha=0.35, zorder=1)
+                    ax.errorbar(i + dx, mean, yerr=sd, fmt="none", ecolor=COLORS[key], capsize=4, lw=1.4, zorder=2)
         ticks = []
         for m, v in cats:
             std = next((r["std"] for r in rows if (r.get("model", ""), r[x]) == (m, v) and r.get("std")), None)
