@@ -29,6 +29,18 @@ def test_paper_sizes_and_equal_counts(paper):
     assert d.group_names == ["mem", "rsn_train", "rsn_test"] and (d.group == subset).all()
 
 
+def test_data_size_can_count_training_rows_only():
+    """SPEC ambiguity (P2 §3.1): whether P2's 200k includes the masked pairs; "train" reads it as not."""
+    cfg = MemRsnTaskConfig(data_size_counts="train")
+    assert cfg.rows_per_combination == 1_011 and cfg.n_train_rows() == 198 * 1_011 == 200_178
+    small = MemRsnTaskConfig(data_size=1_000, data_size_counts="train")  # not a multiple of 200: allowed
+    d = make_task_data(small, 1)
+    _, counts = np.unique(d.extra["pair"], axis=0, return_counts=True)
+    assert (counts == 6).all() and int(d.in_train.sum()) == small.n_train_rows() == 198 * 6
+    assert np.bincount(d.extra["subset"]).tolist() == [600, 588, 12]
+    assert MemRsnTaskConfig().n_train_rows() == 198_000  # the default counts the masked tuples too
+
+
 def test_sequence_layout(paper):
     cfg, d = paper
     x, pos, key, pair = d.inputs, d.extra["key_pos"], d.extra["key"], d.extra["pair"]
@@ -118,6 +130,8 @@ def test_mixed_tuples():
     ("task.vocab_size=160", "task.vocab_size"),
     ("task.seq_len=2", "task.seq_len"),
     ("task.q=0", "task.q"),
+    ("task.data_size_counts='test'", "task.data_size_counts"),
+    ("task.data_size=0", "task.data_size"),
 ])
 def test_bad_values_name_the_field(override, field):
     with pytest.raises(ConfigError) as e:

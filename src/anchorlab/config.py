@@ -144,7 +144,12 @@ class MemRsnTaskConfig:
     q: int = 2  # anchors per sequence, consecutive, right after the key
     seq_len: int = 9  # L; seq_len = q + 1 puts the key at position 0 with no noise (the Emb-MLP task)
     masked: tuple[tuple[int, ...], ...] = ((11, 13), (13, 11))  # reasoning tuples held out = D_rsn,test
-    data_size: int = 200_000  # all rows, masked tuples included [INF]; equal rows per anchor tuple
+    data_size: int = 200_000  # equal rows per anchor tuple; what it counts is ``data_size_counts``
+    # P2 §3.1 does not say whether its 200,000 pairs include the masked (test) tuples [SPEC ambiguity].
+    # "all" (ours): data_size counts every tuple's rows, 1,000 per tuple at 200k, 198,000 trained;
+    # "train": data_size counts the training rows only, ceil(data_size / trained tuples) per tuple
+    # (1,011 at 200k: 200,178 trained), the masked tuples getting the same count as test rows.
+    data_size_counts: Literal["all", "train"] = "all"
     vocab_size: int = 200
     include_mixed: bool = False  # [INF] also generate tuples mixing both kinds, labelled by lookup
     # How a memory tuple's label is drawn once per (key, tuple) (P2 Fig. 8 left, [T2]):
@@ -179,15 +184,32 @@ class MemRsnTaskConfig:
             check(len(t) == self.q and set(t) <= rsn, "task.masked",
                    f"tuples of q = {self.q} reasoning anchors from {sorted(rsn)}")
         n = self.n_combinations
-        check(self.data_size > 0 and self.data_size % n == 0, "task.data_size",
-               f"a positive multiple of the {n} anchor tuples (equal rows per tuple)")
+        if self.data_size_counts == "all":
+            check(self.data_size > 0 and self.data_size % n == 0, "task.data_size",
+                   f"a positive multiple of the {n} anchor tuples (equal rows per tuple), "
+                   "or set task.data_size_counts = 'train'")
+        else:
+            check(self.data_size > 0, "task.data_size", "a positive integer")
+            check(self.n_trained_combinations > 0, "task.masked", "fewer tuples than the task generates")
         hi = max(self.key_max + self.q * max(rsn, default=0), self.key_max, max(mem | rsn),
                  self.key_max + self.q * max(mem) if self.mem_label == "key_window" else 0)
         check(hi < self.vocab_size, "task.vocab_size", f"an integer > {hi} so that every token and label is a token")
 
     def n_train_rows(self) -> int | None:
         """Training rows the generator makes: equal rows per anchor tuple, the masked tuples left out."""
-        return self.data_size // self.n_combinations * (self.n_combinations - len({tuple(t) for t in self.masked}))
+        return self.rows_per_combination * self.n_trained_combinations
+
+    @property
+    def rows_per_combination(self) -> int:
+        """Rows generated for each anchor tuple (the same for all, masked or not)."""
+        if self.data_size_counts == "train":
+            return math.ceil(self.data_size / self.n_trained_combinations)
+        return self.data_size // self.n_combinations
+
+    @property
+    def n_trained_combinations(self) -> int:
+        """Anchor tuples that are trained: all generated tuples but the masked ones."""
+        return self.n_combinations - len({tuple(t) for t in self.masked})
 
     @property
     def n_combinations(self) -> int:

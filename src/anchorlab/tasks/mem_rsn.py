@@ -11,6 +11,7 @@ Worked example (paper defaults: Z = 21..120, A_mem = 1..10, A_rsn = 11..20, q = 
 Every other token is noise, iid uniform on Z. The memory label depends only on (key, anchors), never on
 the noise or the key position. Each ordered anchor tuple (the 100 memory pairs and the 100 reasoning
 pairs) gets ``data_size / n_combinations`` rows (1,000 at 200k), the masked tuples included [INF];
+``data_size_counts = "train"`` reads P2's 200k as training rows only (ceil(200k / 198) = 1,011 per tuple);
 the key position p is uniform on 0..L-q-1 (0-indexed) [INF]. With ``seq_len = q + 1`` the key is always
 at position 0 and there is no noise (the Emb-MLP task, P2 Definition 1).
 
@@ -100,7 +101,7 @@ def generate_mem_rsn(cfg: MemRsnTaskConfig, seed: int) -> TaskData:
     table = _lookup_table(cfg, rng, tuples[is_lookup])  # drawn first, so memory_lookup can re-derive it
     lookup_row = np.cumsum(is_lookup) - 1  # tuple index -> row of `table` (valid where is_lookup)
 
-    per = cfg.data_size // cfg.n_combinations
+    per = cfg.rows_per_combination
     combo = np.repeat(np.arange(len(tuples)), per)
     n, L, q = len(combo), cfg.seq_len, cfg.q
     seq = rng.integers(cfg.key_min, cfg.key_max + 1, size=(n, L))  # noise everywhere first
