@@ -1,5 +1,6 @@
-"""Figures from logged metrics (anchorlab.figures.phase): p1-curves draws from run directories written here by hand
-(config.json + metrics.jsonl with known values, no training, no checkpoints) and its CSV holds those values."""
+"""Figures from logged metrics (anchorlab.figures.phase, .gamma, .curves): p1-curves draws from run directories
+written here by hand (config.json + metrics.jsonl with known values, no training, no checkpoints)
+and its CSV holds those values."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def test_p1_curves_and_gamma_name_what_else_differs_between_runs_of_one_gamma_an
 
 
 def test_p1_gamma_gives_an_unfinished_run_its_init_std(tmp_path):
-    from anchorlab.figures.phase import gamma_rows
+    from anchorlab.figures.gamma import gamma_rows
 
     runs = [fake_run(tmp_path / f"g{g}_s{s}", g, s, ev, done=False) for (g, s), ev in CURVES.items()]
     rows = gamma_rows(runs)
@@ -136,15 +137,15 @@ def test_a_run_found_under_two_folders_is_drawn_once_from_its_further_copy(tmp_p
 
 
 def test_p1_curves_tells_a_cooled_down_branch_from_its_source(tmp_path, monkeypatch):
-    from anchorlab.figures import phase
+    from anchorlab.figures import curves as recipes
 
     peak = fake_run(tmp_path / "peak", 0.8, 1, CURVES[(0.8, 1)], done=True, **{"train.epochs": 6})
     cooled = fake_run(tmp_path / "cool", 0.8, 1, CURVES[(0.8, 1)], done=True,
                       **{"train.epochs": 6, "train.cooldown_epochs": 2})
     seen = {}
-    monkeypatch.setattr(phase, "plot_probe_curves", lambda curves, **kw: seen.setdefault("c", curves) and None)
-    monkeypatch.setattr(phase, "save_figure", lambda fig, rows, out, name: seen.setdefault("rows", rows))
-    phase.p1_curves([peak, cooled], tmp_path / "o")
+    monkeypatch.setattr(recipes, "plot_probe_curves", lambda curves, **kw: seen.setdefault("c", curves) and None)
+    monkeypatch.setattr(recipes, "save_figure", lambda fig, rows, out, name: seen.setdefault("rows", rows))
+    recipes.p1_curves([peak, cooled], tmp_path / "o")
     assert [c["label"] for c in seen["c"]] == ["seed 1", "seed 1, cooled from epoch 4"]  # two markers, one panel
     assert len({c["group"] for c in seen["c"]}) == 1
     assert {r["cooldown_from"] for r in seen["rows"]} == {None, 4}
@@ -155,7 +156,7 @@ def test_p1_curves_tells_apart_trajectories_of_one_config_by_where_they_trained(
     trajectory, labelled with where it trained (sessions.jsonl), and two of one place with their directory's
     name; a run alone of its seed in its panel keeps the plain label. A graphed step (train.cuda_graph) is bit
     for bit the eager one, so it does not tell runs apart."""
-    from anchorlab.figures import phase
+    from anchorlab.figures import curves as recipes
 
     def sessions(d, *rows):
         (d / rundir.SESSIONS).write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -169,9 +170,9 @@ def test_p1_curves_tells_apart_trajectories_of_one_config_by_where_they_trained(
     alone = sessions(fake_run(tmp_path / "alone", 0.3, 1, CURVES[(0.5, 1)], done=False),
                      {"device": "cuda", "device_name": "NVIDIA H100", "batch_group": ["x"]})
     seen = {}
-    monkeypatch.setattr(phase, "plot_probe_curves", lambda curves, **kw: seen.setdefault("c", curves) and None)
-    monkeypatch.setattr(phase, "save_figure", lambda fig, rows, out, name: seen.setdefault("rows", rows))
-    phase.p1_curves([cpu, gpu, gpu2, alone], tmp_path / "o")
+    monkeypatch.setattr(recipes, "plot_probe_curves", lambda curves, **kw: seen.setdefault("c", curves) and None)
+    monkeypatch.setattr(recipes, "save_figure", lambda fig, rows, out, name: seen.setdefault("rows", rows))
+    recipes.p1_curves([cpu, gpu, gpu2, alone], tmp_path / "o")
     assert sorted(c["label"] for c in seen["c"]) == ["seed 1", "seed 1, CPU", "seed 1, H200, group of 6, gpu",
                                                      "seed 1, H200, group of 6, gpu2"]
     assert {r["run_id"]: r["trained_on"] for r in seen["rows"]} == {
@@ -509,7 +510,7 @@ def test_p1_fig2c_draws_mean_and_std_over_each_gammas_seeds(tmp_path):
     figure has a bar with ± std error bars per γ and answer."""
     from matplotlib.container import ErrorbarContainer
 
-    from anchorlab.figures.phase import p1_fig2c
+    from anchorlab.figures.gamma import p1_fig2c
 
     ev = lambda i, y: [(0, 0, 0.0, 0.0, 0.0, 0.0), (3, 30, i, y, 1.0, i)]
     runs = [fake_run(tmp_path / f"g{g}_s{s}", g, s, ev(i, y), done=(g, s) != (0.8, 3), **MULTI_HEAD)
@@ -532,7 +533,7 @@ def test_p1_fig2c_draws_mean_and_std_over_each_gammas_seeds(tmp_path):
     # the plot: 2 γ × 2 answers, each a bar at the mean with ± std error bars
     import matplotlib.pyplot as plt
 
-    from anchorlab.figures.phase import gamma_rows
+    from anchorlab.figures.gamma import gamma_rows
     from anchorlab.phase import mean_std
     from anchorlab.plotting.figures import plot_gamma_comparison
 

@@ -3,8 +3,9 @@
 Each recipe reads run or sweep directories (never re-runs training), computes the figure's data,
 and writes ``<out>/<name>.png`` with the data behind it as ``<out>/<name>.csv`` (and returns the PNG path).
 A source ``RUN_DIR@STEP`` names the checkpoint of that run (every run of a sweep) to analyse (:func:`split_source`).
-Modules: :mod:`.phase` (from logged metrics: P1 Fig. 2, 2c, 14, p1-gamma, p1-curves), :mod:`.p1` (P1 mechanism
-figures), :mod:`.p2` (P2 figures), :mod:`.text` (real-language figures).
+Modules, from logged metrics (:mod:`.logged` reads them): :mod:`.phase` (P1 Fig. 2, 14 over a sweep),
+:mod:`.gamma` (p1-gamma, Fig. 2c), :mod:`.curves` (p1-curves, p1-fit-speed, p1-condensation), :mod:`.frontier`;
+from checkpoints: :mod:`.p1` (P1 mechanism figures), :mod:`.p2` (P2 figures), :mod:`.text` (real-language figures).
 """
 
 from __future__ import annotations

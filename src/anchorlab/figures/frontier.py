@@ -3,7 +3,7 @@
 A *point* is one config tried, shrunk from P1's paper config along one factor (width, data, epochs, rate...).
 Its small-init runs are read for the held-out pair's inferential answer, its larger-init runs for the
 symmetric one; per seed one value, read either as P1 reads a phase-diagram cell (``read = "best"``: the best
-over the seed's runs, e.g. its 9 peak learning rates; arXiv 2405.05409 §4, :func:`~.phase.best_per_seed`) or as
+over the seed's runs, e.g. its 9 peak learning rates; arXiv 2405.05409 §4, :func:`~.gamma.best_per_seed`) or as
 the run's last evaluation (``read = "last"``: one run per seed). The points live in a TOML file, data that the
 docs' table and this figure share::
 
@@ -36,7 +36,7 @@ from typing import Any
 
 from anchorlab.config import ConfigError
 from anchorlab.figures import figure, save_figure
-from anchorlab.figures.phase import best_per_seed, gamma_rows
+from anchorlab.figures.gamma import best_per_seed, gamma_rows
 from anchorlab.sweep import run_dirs, unique_runs
 
 SIDES = {"small": "inferential", "large": "symmetric"}

@@ -27,7 +27,8 @@ def gamma_section(sources: Sequence[Path]) -> str:
     """P1's γ comparison over every composite-task run of ``sources`` with an evaluation; where they hold one γ
     only, the held-out pair over training with a panel per run (and its training loss) for 2 to
     :data:`PER_RUN_PANELS` runs given as run directories (a sweep has its own figure of all runs); else ""."""
-    from anchorlab.figures.phase import MECHANISM_KEYS, gamma_rows
+    from anchorlab.figures.curves import MECHANISM_KEYS
+    from anchorlab.figures.gamma import gamma_rows
 
     runs = [d for d in run_dirs(sources) if (d / rundir.CONFIG).is_file()]
     rows = gamma_rows(runs)
