@@ -176,7 +176,7 @@ def test_figure_rejects_a_non_lm_run(tmp_path):
     ("train.batch_size=0", "train.batch_size"), ("data.max_hops=9", "data.max_hops"),
     ("data.ontology='mixed'", "data.ontology"), ("data.ordering='sorted'", "data.ordering"),
     ("model.activation='relu'", "model.activation"), ("train.micro_batches=0", "train.micro_batches"),
-    ("train.micro_batches=17", "train.micro_batches"),
+    ("train.micro_batches=17", "train.micro_batches"), ("data.prontoqa_sampling='long'", "data.prontoqa_sampling"),
 ])
 def test_config_errors_name_the_field(override, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
@@ -255,6 +255,37 @@ def test_run_made_before_a_field_existed_still_matches(tmp_path):
     assert rundir.open_run(d, tiny()) == "resume"
     with pytest.raises(ConfigError, match=r"data\.ontology"):
         rundir.open_run(d, tiny("data.ontology='false'"))
+
+
+def test_prontoqa_sampling_reaches_the_generator(tmp_path, monkeypatch):
+    from anchorlab.text import prontoqa
+    from anchorlab.text.data import build_data
+
+    seen, real = [], prontoqa.generate
+    monkeypatch.setattr(prontoqa, "generate", lambda cfg, n, seed: seen.append(cfg.sampling) or real(cfg, n, seed))
+    build_data(tiny("data.prontoqa_sampling=short", "data.n_stories=0", "data.n_test_stories=0"), tmp_path / "d")
+    assert seen == ["short", "short"]  # train and test
+    toml = tmp_path / "c.toml"
+    toml.write_text("[data]\nn_prontoqa = 10\n")
+    assert load_lm_config(toml).data.prontoqa_sampling == tiny().data.prontoqa_sampling == "reference"
+
+
+def test_a_run_made_before_prontoqa_sampling_existed_is_a_short_run(tmp_path):
+    """Runs made before data.prontoqa_sampling existed drew PrOntoQA as "short" does, not as the default: their
+    config.json (without the field) reads as "short", a "short" config keeps their run id (the default config's
+    id before the field, lm-6bd931bd4cbb), and the default config is another run."""
+    assert load_lm_config(None, ["data.prontoqa_sampling=short"]).run_id() == "lm-6bd931bd4cbb"
+    assert LMRunConfig().run_id() != "lm-6bd931bd4cbb"
+    old = tiny("data.prontoqa_sampling=short")
+    d = tmp_path / old.run_id()
+    assert rundir.open_run(d, old) == "new"
+    stored = json.loads((d / rundir.CONFIG).read_text())
+    del stored["data"]["prontoqa_sampling"]
+    (d / rundir.CONFIG).write_text(json.dumps(stored))
+    assert read_lm_config(d) == old and read_lm_config(d).run_id() == d.name
+    assert rundir.open_run(d, old) == "resume"
+    with pytest.raises(ConfigError, match=r"data\.prontoqa_sampling"):
+        rundir.open_run(d, tiny())  # the default draws other PrOntoQA data: not this run
 
 
 def test_micro_batches_split_a_batch_by_length():

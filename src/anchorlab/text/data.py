@@ -62,7 +62,7 @@ def build_data(cfg: LMRunConfig, directory: Path) -> None:
 
     dc, seed = cfg.data, cfg.seeds.data_seed
     pcfg = ProntoQAConfig(ontology=dc.ontology, min_hops=dc.min_hops, max_hops=dc.max_hops, ordering=dc.ordering,
-                          distractor=dc.distractor)
+                          distractor=dc.distractor, sampling=dc.prontoqa_sampling)
     qa_train = [e.text for e in generate(pcfg, dc.n_prontoqa, seed)]
     qa_test = [e.text for e in generate(pcfg, dc.n_test_prontoqa, seed + _TEST_SEED_OFFSET)]
     n_st = dc.n_stories + dc.n_test_stories

@@ -1,7 +1,8 @@
 """PrOntoQA (Saparov & He, ICLR 2023, v1): seeded generator of chain-of-thought ModusPonens questions.
 
-Clean-room implementation from the facts published with PrOntoQA (arXiv 2210.01240 and the v1 data format of
-github.com/asaparov/prontoqa), no reference code. One example:
+Clean-room implementation from the facts published with PrOntoQA (arXiv 2210.01240, the v1 data format of
+github.com/asaparov/prontoqa and, for the sampling process, facts read from its v1 source), no reference code.
+One example:
 
 1. Ontology: a linear chain of fictional concepts, leaf ⊂ … ⊂ root (e.g. jompus ⊂ vumpus). Every concept
    but the root carries one property from its own property family, negated with probability 1/3.
@@ -9,6 +10,13 @@ github.com/asaparov/prontoqa), no reference code. One example:
    rule of the concept it reaches. Chain of thought = premise + (rule, derived fact) per hop = 2h + 1
    sentences.
 3. Query: the derived fact (answer True) or its negation (answer False), probability 1/2 each.
+
+``sampling`` says how the chain and the proof are drawn. ``"reference"`` (default) is the process of the
+reference v1 generator: below each concept the chain stops with probability 1/(2(h + 2)), and a walk from a
+uniform start (move up with weight 1, conclude with weight 0.3 / 0.7 for a positive / negated property) must
+conclude after exactly h - 1 moves, or the whole example is redrawn. ``"short"`` is this generator before
+2026-11-28 (bit for bit): the chain stops with probability 1/(h + 2) and there is no walk, so contexts are
+shorter (mean 12.7 sentences against 14.8 over hops 1-5) and conclusions are negated 1/3 of the time.
 
 Ontologies: ``fictional`` (above); ``true``: one of three real taxonomies (cat, butterfly, Mersenne prime),
 cut below the start concept, with fixed real properties and a real distractor (``TRUE_*`` tables);
@@ -22,13 +30,14 @@ Worked example (``generate(ProntoQAConfig(min_hops=1, max_hops=1), 1, seed)`` re
     A: Wren is a jompus. Jompuses are not bright. Wren is not bright. True
 
 (one line after "Q: "; wrapped here). "Every zumpus is bright." is the distractor: a held-out concept with
-the negated conclusion property. Speed: ~30,000 examples/s (~16,000/s with the parse-back check) on one
-core of a busy 2-core machine; see docs/prontoqa.md.
+the negated conclusion property. Speed: ~9,000 examples/s (~7,000/s with the parse-back check; "short":
+~35,000) on one core of a busy 2-core machine; see docs/prontoqa.md.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from anchorlab.config import ConfigError
@@ -47,10 +56,13 @@ FUNCTION_WORDS = ("every", "each", "is", "are", "not", "a", "an", "true", "or", 
 
 ONTOLOGIES = ("fictional", "true", "false")
 ORDERINGS = ("postorder", "preorder", "random")
+SAMPLINGS = ("reference", "short")  # "short": the chain and proof draws before 2026-11-28 (module docstring)
 MAX_HOPS_ALLOWED = 8  # 9 chain concepts (10 names minus the distractor) give at most 8 hops
 NEGATION_PROBABILITY = 0.5 / 1.5  # negated weight 0.5 against 1 for the positive form
+# The reference walk's weight for concluding a node's property (against 1 for moving to the parent).
+CONCLUDE_WEIGHT = {True: 0.3, False: 0.7}  # by the property's polarity (True = positive)
 
-# ---- `true` ontology: three fixed real taxonomies, root first (PRONTOQA.md §1.3). -------------------------
+# ---- `true` ontology: three fixed real taxonomies, root first (asaparov/prontoqa v1). -----------------------
 TRUE_TAXONOMIES = (
     ("animal", "vertebrate", "mammal", "carnivore", "feline", "cat", "tabby"),
     ("animal", "invertebrate", "arthropod", "insect", "lepidopteran", "butterfly", "painted lady"),
@@ -69,7 +81,7 @@ TRUE_PROPERTIES = {
     "natural number": (("positive", True), ("negative", False)),
     "prime number": (("prime", True), ("composite", False)),
 }
-# Distractor concept per asked concept: the rule "<distractor> is ¬P" is true of it. Given in PRONTOQA.md:
+# Distractor concept per asked concept: the rule "<distractor> is ¬P" is true of it. Taken from the reference:
 # mammal, cat, insect, butterfly, prime number; carnivore -> sheep from its true-ontology sample; rest [INF].
 TRUE_DISTRACTORS = {
     "animal": "amoeba", "mammal": "reptile", "carnivore": "sheep", "cat": "dog", "arthropod": "whale",
@@ -97,12 +109,15 @@ class ProntoQAConfig:
     max_hops: int = 5
     ordering: str = "postorder"
     distractor: bool = True
+    sampling: str = "reference"  # "reference" (the v1 generator's process) or "short" (ours before 2026-11-28)
 
     def __post_init__(self) -> None:
         if self.ontology not in ONTOLOGIES:
             raise ConfigError(f"ontology must be one of {ONTOLOGIES}, got {self.ontology!r}")
         if self.ordering not in ORDERINGS:
             raise ConfigError(f"ordering must be one of {ORDERINGS}, got {self.ordering!r}")
+        if self.sampling not in SAMPLINGS:
+            raise ConfigError(f"sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
         if not isinstance(self.distractor, bool):
             raise ConfigError(f"distractor must be True or False, got {self.distractor!r}")
         for name in ("min_hops", "max_hops"):
@@ -199,7 +214,8 @@ def _fact(entity: str, pred: str, positive: bool, is_noun: bool) -> str:
 
 
 def _chain_length(rng: random.Random, hops: int) -> int:
-    """Concepts in the chain: grow below the root, stopping w.p. 1/(hops+2) per level; redraw if < hops+1."""
+    """``sampling = "short"``: concepts in the chain: grow below the root, stopping w.p. 1/(hops+2) per level;
+    redraw if < hops+1."""
     max_len = len(FICTIONAL_CONCEPTS) - 1
     while True:
         length = 2
@@ -209,15 +225,29 @@ def _chain_length(rng: random.Random, hops: int) -> int:
             return length
 
 
+def _reference_chain_length(rng: random.Random, hops: int) -> int:
+    """``sampling = "reference"``: concepts in the chain, grown from the root as the v1 generator grows its
+    ontology. At each concept (root included), with probability p = 1/(hops + 2) its least child count is 0,
+    else 1, and its child count is uniform over {least, ..., 1}: so the chain stops there w.p. p/2. It stops at
+    9 concepts (no names left). Not redrawn when short: the caller redraws the whole example."""
+    p = 1 / (hops + 2)
+    length = 1
+    while length < len(FICTIONAL_CONCEPTS) - 1 and not (rng.random() < p and rng.random() < 0.5):
+        length += 1
+    return length
+
+
 Props = list[tuple[str, bool] | None]  # per chain concept (leaf first): its property and polarity, or none
 
 
-def _drawn_chain(rng: random.Random, hops: int, pool: tuple[str, ...]) -> tuple[list[str], Props, str]:
-    """Fictional/false: a random chain from ``pool`` (one name held out as distractor), one property per
-    non-root concept from distinct families. Returns (chain leaf first, props, distractor concept)."""
+def _drawn_chain(rng: random.Random, hops: int, pool: tuple[str, ...],
+                 length: Callable[[random.Random, int], int] = _chain_length) -> tuple[list[str], Props, str]:
+    """Fictional/false: a random chain from ``pool`` (one name held out as distractor) of ``length(rng, hops)``
+    concepts, one property per non-root concept from distinct families. Returns (chain leaf first, props,
+    distractor concept)."""
     names = rng.sample(pool, len(pool))[:len(FICTIONAL_CONCEPTS)]
     distractor_concept = names.pop()
-    chain = names[:_chain_length(rng, hops)]  # chain[0] = leaf, chain[-1] = root
+    chain = names[:length(rng, hops)]  # chain[0] = leaf, chain[-1] = root
     families = rng.sample(PROPERTY_FAMILIES, len(chain) - 1)
     props: Props = [(rng.choice(fam), rng.random() >= NEGATION_PROBABILITY) for fam in families]
     return chain, props + [None], distractor_concept  # the root has no property
@@ -239,9 +269,48 @@ def _true_chain(rng: random.Random, hops: int) -> tuple[list[str], Props, int]:
     return chain, props, bottom - start_depth
 
 
+def _walk_concludes_at_hops(rng: random.Random, props: Props, start: int, hops: int) -> bool:
+    """The reference v1 walk from ``start`` up the chain: at each concept, move to the parent (weight 1) or
+    conclude its property (weight ``CONCLUDE_WEIGHT[positive]``; a concept without a property can only move
+    up). True when it concludes after exactly ``hops - 1`` moves. Drawn only as far as that is decided."""
+    target = start + hops - 1
+    for i in range(start, target + 1):
+        prop = props[i]
+        if prop is None:  # only moving up is possible: fine below the target, a rejection at it
+            if i == target:
+                return False
+            continue
+        w = CONCLUDE_WEIGHT[prop[1]]
+        if (rng.random() * (1 + w) < w) != (i == target):  # concluded too early, or moved past the target
+            return False
+    return True
+
+
+def _reference_draw(cfg: ProntoQAConfig, hops: int, rng: random.Random) -> tuple[list[str], Props, str, int]:
+    """``sampling = "reference"``: (chain leaf first, props, distractor concept, start), redrawn whole until the
+    reference walk from the start concludes after exactly ``hops - 1`` moves."""
+    while True:
+        if cfg.ontology == "true":
+            chain, props, start = _true_chain(rng, hops)  # fixed taxonomies: the chain as "short" draws it
+            distractor_concept = TRUE_DISTRACTORS[chain[start + hops - 1]]
+        else:
+            pool = FICTIONAL_CONCEPTS if cfg.ontology == "fictional" else FALSE_CONCEPTS
+            chain, props, distractor_concept = _drawn_chain(rng, hops, pool, _reference_chain_length)
+            if len(chain) < hops + 1 or (cfg.ontology == "false" and not _is_counterfactual(chain)):
+                continue
+            # start uniform over the concepts with room for h hops below a non-root property concept
+            start = rng.randrange(len(chain) - hops)
+        if _walk_concludes_at_hops(rng, props, start, hops):
+            return chain, props, distractor_concept, start
+
+
 def generate_one(cfg: ProntoQAConfig, hops: int, rng: random.Random) -> Example:
     """One example with exactly ``hops`` hops, drawn from ``rng``."""
-    if cfg.ontology == "true":
+    start: int | None = None
+    if cfg.sampling == "reference":
+        chain, props, distractor_concept, start = _reference_draw(cfg, hops, rng)
+        entity = rng.choice(NUMERAL_ENTITIES if chain[-1] == "number" else ENTITIES)
+    elif cfg.ontology == "true":
         chain, props, start = _true_chain(rng, hops)
         distractor_concept = TRUE_DISTRACTORS[chain[start + hops - 1]]
         entity = rng.choice(NUMERAL_ENTITIES if chain[-1] == "number" else ENTITIES)
@@ -259,9 +328,8 @@ def generate_one(cfg: ProntoQAConfig, hops: int, rng: random.Random) -> Example:
     if cfg.ordering == "random":
         rng.shuffle(rules)
 
-    if cfg.ontology != "true":
-        # The walk's acceptance probability is the same for every start with room for h hops, so rejection
-        # sampling of walks reduces to a uniform start among those (the property node must not be the root).
+    if start is None:  # "short", fictional / false: a uniform start with room for h hops, no walk (the
+        # property node must not be the root); drawn after the rules, as before 2026-11-28
         start = rng.randrange(len(chain) - hops)
         entity = rng.choice(ENTITIES)
     target = start + hops - 1
@@ -289,5 +357,5 @@ def generate(cfg: ProntoQAConfig, n: int, seed: int) -> list[Example]:
     return [generate_one(cfg, cfg.min_hops + i % k, rng) for i in range(n)]
 
 
-__all__ = ["ProntoQAConfig", "TRUE_TAXONOMIES", "TRUE_PARENT", "FALSE_CONCEPTS", "Example",
+__all__ = ["ProntoQAConfig", "SAMPLINGS", "TRUE_TAXONOMIES", "TRUE_PARENT", "FALSE_CONCEPTS", "Example",
             "generate", "generate_one", "parse_answer", "vocabulary", "plural"]
