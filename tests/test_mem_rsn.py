@@ -10,6 +10,8 @@ from anchorlab.tasks import make_task_data
 from anchorlab.tasks.mem_rsn import MEM, RSN_TEST, RSN_TRAIN, anchor_tuples, memory_lookup
 from anchorlab.train import train
 
+CONFIGS = __import__("pathlib").Path(__file__).resolve().parents[1] / "configs" / "p2"
+
 
 @pytest.fixture(scope="module")
 def paper():
@@ -39,6 +41,15 @@ def test_data_size_can_count_training_rows_only():
     assert (counts == 6).all() and int(d.in_train.sum()) == small.n_train_rows() == 198 * 6
     assert np.bincount(d.extra["subset"]).tolist() == [600, 588, 12]
     assert MemRsnTaskConfig().n_train_rows() == 198_000  # the default counts the masked tuples too
+
+
+def test_data_size_counts_keeps_p2_run_ids():
+    """A field added after P2 runs existed is hashed only when set: the default P2 config and the CPU Transformer
+    config keep the ids they had before it (their committed and in-progress run directories stay theirs)."""
+    default = load_config(None, ["task.name='mem_rsn'"])
+    assert default.run_id() == "4715ecc1fc4d"
+    assert load_config(CONFIGS / "transformer_cpu.toml").run_id() == "82c8ecd7418a"
+    assert load_config(None, ["task.name='mem_rsn'", "task.data_size_counts='train'"]).run_id() != default.run_id()
 
 
 def test_sequence_layout(paper):
@@ -181,7 +192,6 @@ def test_tiny_training_run(tmp_path, model):
     assert hist[-1]["train_loss"] < hist[0]["train_loss"]  # it learns something
 
 
-CONFIGS = __import__("pathlib").Path(__file__).resolve().parents[1] / "configs" / "p2"
 
 
 def test_p2_paper_configs():

@@ -213,7 +213,7 @@ EXECUTION_FIELDS = ("train.threads",)
 # Fields added after run ids were in use, hashed only when set away from their default, so that the runs made
 # before they existed (committed outputs, sweeps in progress) keep their ids. They do decide the numbers (or, for
 # train.cuda_graph, may: whether a replayed graph rounds exactly as the eager step is measured on a GPU only).
-HASHED_WHEN_SET = ("task.reference_parts", "train.cooldown_epochs", "train.cuda_graph")
+HASHED_WHEN_SET = ("task.reference_parts", "train.cooldown_epochs", "train.cuda_graph", "task.data_size_counts")
 
 
 def execution_fields(cls: type) -> tuple[str, ...]:
@@ -245,11 +245,27 @@ def identity_of(cfg: Any) -> dict[str, Any]:
         for p in path:
             node, dnode = node.get(p, {}), dnode.get(p, {})
         if f in HASHED_WHEN_SET:
-            if last in node and node[last] == dnode.get(last):
+            if last in node and node[last] == _field_default(cfg, path, last):
                 del node[last]
         else:
             node[last] = dnode[last]
     return portable(data)
+
+
+def _field_default(cfg: Any, path: list[str], name: str) -> Any:
+    """The class default of field ``name`` of the section of ``cfg`` at ``path`` (its own class: a P2 task's
+    default is the P2 task class's, not the default task's), as plain data; a sentinel where it has none."""
+    section = cfg
+    for p in path:
+        section = getattr(section, p, None)
+    fields = {f.name: f for f in dataclasses.fields(section)} if dataclasses.is_dataclass(section) else {}
+    f = fields.get(name)
+    if f is None or f.default is dataclasses.MISSING:
+        return _NO_DEFAULT
+    return json.loads(json.dumps(f.default))
+
+
+_NO_DEFAULT = object()
 
 
 def portable(config: dict[str, Any]) -> dict[str, Any]:
