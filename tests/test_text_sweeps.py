@@ -77,6 +77,16 @@ def test_p1_grids_two_settings_and_step_budgets():
         assert b.train.micro_batches == 4
 
 
+def test_prontoqa_draws_per_grid():
+    """The P1 Fig. 7 CPU grids keep the earlier PrOntoQA draws (a documented CPU-scale choice: on the reference
+    draws the quick grid shows nothing, docs/text.md); the paper grids and the P2 CPU grids draw as the
+    reference generator does."""
+    for name in ("text_p1_fig7_gpt2_cpu", "text_p1_fig7_gpt2_quick_cpu", "text_p1_fig7_cpu"):
+        assert {c.data.prontoqa_sampling for c in configs(name)} == {"short"}, name
+    for name in ("text_p1_fig7_paper", "text_p2_fig7_paper", "text_p2_fig7b_quick_cpu", "text_p2_fig7a_quick_cpu"):
+        assert {c.data.prontoqa_sampling for c in configs(name)} == {"reference"}, name
+
+
 GPT2_SMALL = (12, 768, 12, "gelu_new")  # n_layers, d_model, n_heads, GPT-2's activation
 
 
