@@ -145,7 +145,7 @@ class MemRsnTaskConfig:
     seq_len: int = 9  # L; seq_len = q + 1 puts the key at position 0 with no noise (the Emb-MLP task)
     masked: tuple[tuple[int, ...], ...] = ((11, 13), (13, 11))  # reasoning tuples held out = D_rsn,test
     data_size: int = 200_000  # equal rows per anchor tuple; what it counts is ``data_size_counts``
-    # P2 §3.1 does not say whether its 200,000 pairs include the masked (test) tuples [SPEC ambiguity].
+    # P2 §3.1 does not say whether its 200,000 pairs include the masked (test) tuples (docs/task_and_model.md).
     # "all" (ours): data_size counts every tuple's rows, 1,000 per tuple at 200k, 198,000 trained;
     # "train": data_size counts the training rows only, ceil(data_size / trained tuples) per tuple
     # (1,011 at 200k: 200,178 trained), the masked tuples getting the same count as test rows.
