@@ -189,8 +189,7 @@ class MemRsnTaskConfig:
                    f"a positive multiple of the {n} anchor tuples (equal rows per tuple), "
                    "or set task.data_size_counts = 'train'")
         else:
-            check(self.data_size > 0, "task.data_size", "a positive integer")
-            check(self.n_trained_combinations > 0, "task.masked", "fewer tuples than the task generates")
+            check(self.data_size > 0, "task.data_size", "a positive integer")  # memory tuples are never masked
         hi = max(self.key_max + self.q * max(rsn, default=0), self.key_max, max(mem | rsn),
                  self.key_max + self.q * max(mem) if self.mem_label == "key_window" else 0)
         check(hi < self.vocab_size, "task.vocab_size", f"an integer > {hi} so that every token and label is a token")

@@ -237,15 +237,19 @@ def without_execution(config: dict[str, Any], fields: tuple[str, ...] = EXECUTIO
 def identity_of(cfg: Any) -> dict[str, Any]:
     """A config object's plain data as its run id hashes it: execution fields at their class defaults (a config
     at the default threads hashes as it always has), :data:`HASHED_WHEN_SET` fields left out at their defaults,
-    and a reference file by its name (:func:`portable`). So run ids written before each change are unchanged."""
+    fields a config class names in a class constant ``legacy_values`` ({dotted name: value}) left out at that
+    value (the one runs made before the field used, when it is not the default), and a reference file by its
+    name (:func:`portable`). So run ids written before each change are unchanged."""
     data, default = cfg.to_dict(), type(cfg)().to_dict()
-    for f in (*execution_fields(type(cfg)), *HASHED_WHEN_SET):
+    legacy: dict[str, Any] = getattr(type(cfg), "legacy_values", {})
+    for f in (*execution_fields(type(cfg)), *HASHED_WHEN_SET, *legacy):
         *path, last = f.split(".")
         node, dnode = data, default
         for p in path:
             node, dnode = node.get(p, {}), dnode.get(p, {})
-        if f in HASHED_WHEN_SET:
-            if last in node and node[last] == _field_default(cfg, path, last):
+        if f in legacy or f in HASHED_WHEN_SET:
+            omitted = legacy[f] if f in legacy else _field_default(cfg, path, last)
+            if last in node and node[last] == omitted:
                 del node[last]
         else:
             node[last] = dnode[last]

@@ -164,6 +164,7 @@ class LMSeedConfig:
 @dataclass(frozen=True)
 class LMRunConfig:
     kind: ClassVar[str] = "lm"  # its entry in anchorlab.kinds.KINDS (a class constant, not a config field)
+    legacy_values: ClassVar[dict[str, Any]] = LEGACY_VALUES  # left out of the run id at these values
 
     data: LMDataConfig = field(default_factory=LMDataConfig)
     model: LMModelConfig = field(default_factory=LMModelConfig)
@@ -185,13 +186,9 @@ class LMRunConfig:
 
     def run_id(self) -> str:
         """Stable short hash of the fully resolved config (names run directories). A :data:`LEGACY_VALUES` field
-        at its legacy value is left out of the hash, so the runs made before it existed keep their ids."""
-        identity = identity_of(self)
-        for name, legacy in LEGACY_VALUES.items():
-            section, key = name.split(".")
-            if identity.get(section, {}).get(key) == legacy:
-                del identity[section][key]
-        return "lm-" + run_id_of(identity)
+        at its legacy value is left out of the hash (``legacy_values``, :func:`identity_of`), so the runs made
+        before it existed keep their ids."""
+        return "lm-" + run_id_of(identity_of(self))
 
 
 def _renamed(d: dict[str, Any]) -> dict[str, Any]:
