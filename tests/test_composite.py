@@ -41,12 +41,12 @@ def test_sequences_and_labels(paper):
     # exactly one anchor pair per row: every other token is in the key range
     anchors = np.isin(x, [1, 2, 3, 4])
     assert (anchors.sum(1) == 2).all()
-    assert x[~anchors].min() >= 20 and x[~anchors].max() <= 99
+    assert x[~anchors].min() == 20 and x[~anchors].max() == 99  # keys and noise: {20, ..., 99}, both ends drawn
     shift = {(a, b): pair_shift(cfg, a, b) for a in range(1, 5) for b in range(1, 5)}
     shift[(4, 3)] = -10  # held-out rows store the inferential label
     expected = key + np.array([shift[(a, b)] for a, b in pair])
     assert (d.targets == expected).all()
-    assert d.targets.min() >= 4 and d.targets.max() <= 109
+    assert d.targets.min() == 4 and d.targets.max() == 109  # 20 - 16 (pair (4,4)) to 99 + 10 (pair (1,1))
 
 
 def test_split_rule_and_held_out_pair(paper):

@@ -30,6 +30,14 @@ def test_defaults_are_the_paper_values():
     assert (t.eval_every, t.checkpoint_every, t.schedule) == (3, 20, "warmup_cosine")
 
 
+def test_cbook_is_the_paper_config_at_multiplier_20():
+    """The authors' logged re-runs (their teaching code's C-book) are P1's config with peak multiplier m = 20 (peak
+    rate 2e-4) instead of the paper's default 25; nothing else differs."""
+    paper, cbook = load_config(CONFIGS / "p1" / "paper.toml"), load_config(CONFIGS / "p1" / "cbook.toml")
+    assert (paper.train.lr_multiplier, cbook.train.lr_multiplier) == (25.0, 20.0)
+    assert cbook == paper.replace(**{"train.lr_multiplier": 20.0})
+
+
 def test_paper_run_is_370_steps_an_epoch_for_210_epochs():
     """P1's log: 759,375 training rows, batch 2048, drop_last -> 370 batches an epoch; 210 epochs -> 77,700
     optimizer steps. Through the methods training uses (TrainConfig.steps_per_epoch, RunConfig.total_steps),

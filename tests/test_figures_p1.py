@@ -567,3 +567,25 @@ def test_keys_panels_of_another_pair_get_their_own_legend():
     assert legends[1] is None and legends[0] is not None and legends[2] is not None
     assert "inferential (2,1) → x−3" in [t.get_text() for t in legends[2].get_texts()]
     assert "inferential (4,3) → x−10" in [t.get_text() for t in legends[0].get_texts()]
+
+
+def test_figure_defaults_are_p1s_values():
+    """P1's stated analysis settings are the defaults (arXiv 2405.05409, Fig. 3-5, 10, 15): W_Q neurons grouped at
+    cosine > 0.7 (Fig. 5, 10, 15 and the logged mechanism scalars), key 99 in Fig. 3, keys 30-40 in Fig. 4; Fig.
+    3b's 50 random keys per ordered pair with t-SNE seed 5 are the authors' figure code's (the paper: 10,000
+    sequences, `--option n_per_pair=834`)."""
+    import inspect
+
+    from anchorlab.analysis import condensation, embeddings, summary
+    from anchorlab.figures import p1
+
+    def default(fn, name):
+        return inspect.signature(inspect.unwrap(fn)).parameters[name].default
+
+    for fn in (condensation.greedy_groups, condensation.n_groups, summary.mechanism_scalars, p1.p1_fig5,
+               p1.p1_fig10, p1.p1_fig15):
+        assert default(fn, "threshold") == 0.7, fn.__name__
+    assert default(p1.p1_fig3, "key") == 99
+    assert p1.E5_KEYS == tuple(range(30, 41))
+    assert (default(p1.p1_fig3b, "n_per_pair"), default(p1.p1_fig3b, "seed")) == (50, 5)
+    assert default(embeddings.tsne_2d, "seed") == 5

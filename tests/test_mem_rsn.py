@@ -1,11 +1,13 @@
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
 from anchorlab.cli import main
-from anchorlab.config import ConfigError, MemRsnTaskConfig, load_config
+from anchorlab.config import ConfigError, MemRsnTaskConfig, RunConfig, load_config
 from anchorlab.metrics import mem_rsn_metrics
+from anchorlab.models import build_model
 from anchorlab.tasks import make_task_data
 from anchorlab.tasks.mem_rsn import MEM, RSN_TEST, RSN_TRAIN, anchor_tuples, memory_lookup
 from anchorlab.train import train
@@ -198,6 +200,11 @@ def test_p2_paper_configs():
     t = load_config(CONFIGS / "transformer_paper.toml")
     assert t.task == MemRsnTaskConfig() and t.model.name == "gpt"
     assert (t.model.d_model, t.model.d_head, t.model.d_mlp, t.model.n_layers, t.model.n_heads) == (200, 64, 512, 2, 1)
+    # P2's Transformer is P1's architecture (post-LN, ReLU, n_ctx 20, LN eps) at P2's sizes: nothing else differs
+    assert t.model == dataclasses.replace(RunConfig().model, d_model=200, d_head=64, d_mlp=512)
+    assert t.task.vocab_size == 200 and t.task.vocab_size == t.model.d_model  # d_vob = d_m = 200
+    m = build_model(t.model, t.task.vocab_size)
+    assert tuple(m.embed.W_E.shape) == (200, 200) and tuple(m.unembed.W_U.shape) == (200, 200)
     e = load_config(CONFIGS / "emb_mlp_paper.toml")
     assert e.task.seq_len == 3 and (e.model.name, e.model.d_model, e.model.d_mlp, e.model.act) == (
         "emb_mlp", 200, 512, "tanh")
@@ -206,6 +213,7 @@ def test_p2_paper_configs():
         assert (tr.batch_size, tr.schedule, tr.lr, tr.grad_clip, tr.weight_decay, tr.epochs) == (
             100, "constant", 1e-5, 1.0, 0.01, 1000)
         assert c.init.gamma == 0.8
+        assert 50 % tr.checkpoint_every == 0 and 900 % tr.checkpoint_every == 0  # P2 Fig. 4A's epochs 50 and 900
 
 
 def test_train_command_prints_p2_headline(tmp_path, capsys):

@@ -27,3 +27,44 @@ def test_inferential_and_symmetric_accuracy_from_known_predictions():
     assert m["unseen_inferential_acc_xel"] == 1 and m["unseen_symmetric_acc_xm0"] == 1
     assert 0 < m["unseen_inferential_acc"] < 1
     assert m["group_acc"]["4-3_xel"] == 1 and m["group_acc"]["4-3_xm0"] == 0
+
+
+def test_seen_accuracy_leaves_the_held_out_pairs_out():
+    """Seen-pair accuracy (P1 §4: generalization on data; the phase diagram's shading) is over the seen pairs only:
+    a model wrong on every held-out input still scores 1, with one held-out pair (P1) or two (P1 App. E)."""
+    for held in ([[4, 3]], [[3, 4], [4, 3]]):
+        cfg = RunConfig().replace(**{"task.data_size": 3200, "task.held_out": held}).task
+        d = make_task_data(cfg, 1)
+        pred = d.targets.copy()
+        held_rows = d.extra["held_out"]
+        assert held_rows.sum() > 0
+        pred[held_rows] = 0  # no held-out input answered
+        m = composite_metrics(d, cfg, pred, np.zeros(len(d)))
+        assert m["seen_train_acc"] == 1 and m["seen_test_acc"] == 1
+        assert m["unseen_inferential_acc"] == 0
+        pred[~held_rows & d.extra["key_is_test"]] += 1  # every seen test-type input wrong
+        m = composite_metrics(d, cfg, pred, np.zeros(len(d)))
+        assert m["seen_test_acc"] == 0 and m["seen_train_acc"] == 1
+
+
+def test_deviation_histograms():
+    """unseen_deviation: both key types, its 12 most frequent offsets; unseen_deviation_xel: train-type keys, every
+    offset (the authors' code logs this one on 43_xel)."""
+    cfg = RunConfig().replace(**{"task.data_size": 32_000}).task
+    d = make_task_data(cfg, 1)
+    key, pair, test = d.extra["key"], d.extra["pair"], d.extra["key_is_test"]
+    probe = (pair == [4, 3]).all(1)
+    pred = d.targets.copy()
+    xel = np.flatnonzero(probe & ~test)
+    offsets = np.arange(len(xel)) % 20 - 5  # 20 distinct offsets on the train-type keys, -5 .. 14
+    pred[xel] = key[xel] - 10 + offsets
+    pred[probe & test] = key[probe & test] - 6  # symmetric on the test-type keys
+    m = composite_metrics(d, cfg, pred, np.zeros(len(d)))
+    full = m["unseen_deviation_xel"]
+    assert sorted(int(k) for k in full) == list(range(-5, 15))
+    assert abs(sum(full.values()) - 1) < 1e-12
+    assert full["0"] == np.mean(offsets == 0)
+    pooled = m["unseen_deviation"]
+    assert len(pooled) == 12
+    assert max(pooled, key=pooled.get) == "4"  # the test-type keys' symmetric answers dominate the pooled one
+    assert pooled["4"] == ((probe & test).sum() + (offsets == 4).sum()) / probe.sum()

@@ -164,6 +164,9 @@ def _final_metrics(summary: dict[str, Any], cfg: Any) -> str:
     if isinstance(summary.get("unseen_deviation"), dict):
         out += ("<h4>Held-out pair: prediction − inferential answer (fraction of its inputs; the 12 most "
                 "frequent)</h4>" + _deviation_table(summary["unseen_deviation"], cfg))
+    if isinstance(summary.get("unseen_deviation_xel"), dict):
+        out += ("<details><summary>the same on train-type keys only, every offset (as the authors' code logs "
+                "it)</summary>" + _deviation_table(summary["unseen_deviation_xel"], cfg) + "</details>")
     out += "<details><summary>all final scalars</summary>" + kv_table(scalars) + "</details>"
     return out
 
