@@ -5,6 +5,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 WORKERS ?= 2
+# test processes (pytest-xdist; auto: one a core; 0: the tests run in make's own pytest process)
+TEST_WORKERS ?= auto
 export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: setup setup-dev demo test lint clean
@@ -30,7 +32,7 @@ demo: setup
 	$(VENV)/bin/anchorlab demo --out demo_out --workers $(WORKERS)
 
 test: setup-dev
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: setup-dev
 	$(VENV)/bin/ruff check src tests benchmarks experiments
