@@ -52,3 +52,23 @@ def test_link_checker_finds_a_missing_file_and_section(tmp_path, monkeypatch):
     (tmp_path / "a.md").write_text("[ok](b.md#the-γ-line-33-bf16) [ok](b.md#same-1) ![img](b.md) [web](https://x.y/z)\n"
                                    "```\n[in code](nowhere.md)\n```\n[bad](c.md) [bad](b.md#other)\n")
     assert broken_links([tmp_path / "a.md"]) == ["a.md: c.md (no such file)", "a.md: b.md#other (no such section)"]
+
+
+COMMAND = re.compile(r"anchorlab (train|lm|seq2seq|sweep|config) (configs/[\w./-]+\.toml)")
+
+
+def test_every_config_the_docs_run_loads_with_its_command():
+    """`anchorlab train|lm|seq2seq|config FILE` in the README and docs/ names a run config of that kind, and
+    `anchorlab sweep FILE` a sweep (a sweep file given to `train` was once the README's first example)."""
+    from anchorlab.config import load_config
+    from anchorlab.sweep import load_sweep
+    from anchorlab.text.config import load_lm_config
+    from anchorlab.text.seq2seq_config import load_s2s_config
+
+    load = {"train": load_config, "config": load_config, "lm": load_lm_config, "seq2seq": load_s2s_config,
+            "sweep": load_sweep}
+    docs = [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    commands = {c for md in docs for c in COMMAND.findall(md.read_text())}
+    assert len(commands) > 30
+    for cmd, path in sorted(commands):
+        load[cmd](ROOT / path)  # raises a ConfigError naming what is wrong

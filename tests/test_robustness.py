@@ -601,3 +601,15 @@ def test_a_diverging_seq2seq_run_stops_named(tmp_path, capsys):
     assert (tmp_path / "r" / rundir.FAILED).exists() and not rundir.is_done(tmp_path / "r")
     _finite_files(tmp_path / "r")
     assert all(v == v for r in rundir.read_metrics(tmp_path / "r") for v in r.values() if isinstance(v, float))
+
+
+def test_a_sweep_file_given_to_train_is_one_line_naming_the_sweep_command(tmp_path, capsys):
+    from anchorlab.cli import main
+
+    sweep = ROOT / "configs" / "demo.toml"
+    rc = main(["train", str(sweep), "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert f"{sweep} is a sweep" in err and f"`anchorlab sweep {sweep}`" in err
+    assert str(ROOT / "configs" / "p1" / "cpu_demo.toml") in err
+    assert not (tmp_path / "r").exists()

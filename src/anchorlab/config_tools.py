@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import re
 import tomllib
 import types
@@ -182,6 +183,12 @@ def read_toml(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]
     A chain of bases that comes back to a file it already read is an error naming the cycle."""
     path = Path(path)
     data = parse_toml_file(path)
+    if "axes" in data:  # a sweep file given where one run's config is expected (train, lm, seq2seq, config)
+        base = data.get("base")
+        base_of = f"; one run of it: its base config {os.path.normpath(path.parent / base)} with --set" if isinstance(
+            base, str) else ""
+        raise ConfigError(f"config: {path} is a sweep (it has [axes]), not a run config: train its grid with "
+                          f"`anchorlab sweep {path}`{base_of}")
     base = data.pop("base", None)
     if base is not None:
         if not isinstance(base, str):
