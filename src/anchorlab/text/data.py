@@ -33,8 +33,10 @@ def story_source(stories: str) -> str | Path:
     path = sample_path()
     if not (path / "stories.txt").is_file():
         raise ConfigError(f"data.stories: 'sample' is the real TinyStories sample, not found at {path}/stories.txt; "
-                          f"set {SAMPLE_ENV} to its directory, or use --set data.stories='standin' (the offline "
-                          "stand-in generator, not TinyStories) or a stories file")
+                          f"set {SAMPLE_ENV} to its directory, or use --set data.stories='hf' (TinyStories from the "
+                          "Hugging Face hub, roneneldan/TinyStories: network and the datasets extra), a stories file "
+                          "(<|endoftext|>-separated .txt, .jsonl or .parquet), or 'standin' (the offline stand-in "
+                          "generator, not TinyStories)")
     return path
 
 
