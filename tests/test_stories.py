@@ -80,6 +80,20 @@ def test_sample_path_env(monkeypatch, tmp_path):
     assert sample_path().parts[-3:] == ("shared", "data", "tinystories-sample")
 
 
+def test_a_missing_sample_names_every_other_source(monkeypatch, tmp_path):
+    from anchorlab.config import ConfigError
+    from anchorlab.text.data import story_source
+
+    monkeypatch.setenv(st.SAMPLE_ENV, str(tmp_path))  # no stories.txt there
+    with pytest.raises(ConfigError) as e:
+        story_source("sample")
+    line = str(e.value)
+    assert line.startswith("data.stories: ") and "\n" not in line
+    for way in (st.SAMPLE_ENV, "'hf'", "roneneldan/TinyStories", "a stories file", "'standin'"):
+        assert way in line
+    assert story_source("standin") == "standin"
+
+
 def test_hf_offline_fails_at_once(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     t = time.perf_counter()
