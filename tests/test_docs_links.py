@@ -72,3 +72,20 @@ def test_every_config_the_docs_run_loads_with_its_command():
     assert len(commands) > 30
     for cmd, path in sorted(commands):
         load[cmd](ROOT / path)  # raises a ConfigError naming what is wrong
+
+
+def test_every_figure_and_reproduction_the_docs_name_exists():
+    """`anchorlab figure NAME` and `anchorlab reproduce NAME` in the README and docs/ name a registered recipe and
+    an entry of configs/reproduce.toml."""
+    from anchorlab.figures import FIGURES, _load_all
+    from anchorlab.reproduce import load_registry
+
+    _load_all()
+    entries = load_registry()
+    docs = [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    text = "\n".join(md.read_text() for md in docs)
+    figures = set(re.findall(r"anchorlab figure ([a-z][a-z0-9-]*[a-z0-9])", text)) - {"list"}
+    reproductions = set(re.findall(r"anchorlab reproduce ([a-z][a-z0-9-]*[a-z0-9])", text)) - {"list"}
+    assert len(figures) > 20 and len(reproductions) > 10
+    assert figures - set(FIGURES) == set()
+    assert reproductions - set(entries) == set()
