@@ -54,12 +54,29 @@ def test_link_checker_finds_a_missing_file_and_section(tmp_path, monkeypatch):
     assert broken_links([tmp_path / "a.md"]) == ["a.md: c.md (no such file)", "a.md: b.md#other (no such section)"]
 
 
-COMMAND = re.compile(r"anchorlab (train|lm|seq2seq|sweep|config) (configs/[\w./-]+\.toml)")
+COMMAND = re.compile(r"anchorlab (train|lm|seq2seq|sweep|config) (configs/[\w./-]+\.toml)([^`\n|#]*)")
+PLACEHOLDER = re.compile(r"=(\$?[A-Z][A-Z_]*,?|.*(…|\.\.\.).*)$")  # init.gamma=G, task.reference=$REF, seed=N
 
 
-def test_every_config_the_docs_run_loads_with_its_command():
-    """`anchorlab train|lm|seq2seq|config FILE` in the README and docs/ names a run config of that kind, and
-    `anchorlab sweep FILE` a sweep (a sweep file given to `train` was once the README's first example)."""
+def doc_commands() -> list[tuple[str, str, str, list[str]]]:
+    """(doc, command, config file, --set values) of every `anchorlab train|lm|seq2seq|sweep|config FILE ...` in the
+    README and docs/ (continued lines joined)."""
+    import shlex
+
+    out = []
+    for md in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = re.sub(r"\\\n\s*", " ", md.read_text())
+        for cmd, path, rest in COMMAND.findall(text):
+            words = shlex.split(rest.replace("$", ""))
+            sets = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "--set"]
+            out.append((md.name, cmd, path, sets))
+    return out
+
+
+def test_every_config_the_docs_run_loads_with_its_command_and_overrides(tmp_path):
+    """`anchorlab train|lm|seq2seq|config FILE --set ...` in the README and docs/ names a run config of that kind
+    and keys and values it takes, and `anchorlab sweep FILE` a sweep (a sweep file given to `train` was once the
+    README's first example). Placeholder values (G, N, $REF) are left out; a reference file is a stand-in."""
     from anchorlab.config import load_config
     from anchorlab.sweep import load_sweep
     from anchorlab.text.config import load_lm_config
@@ -67,11 +84,16 @@ def test_every_config_the_docs_run_loads_with_its_command():
 
     load = {"train": load_config, "config": load_config, "lm": load_lm_config, "seq2seq": load_s2s_config,
             "sweep": load_sweep}
-    docs = [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
-    commands = {c for md in docs for c in COMMAND.findall(md.read_text())}
-    assert len(commands) > 30
-    for cmd, path in sorted(commands):
-        load[cmd](ROOT / path)  # raises a ConfigError naming what is wrong
+    (tmp_path / "ref.npz").write_bytes(b"")
+    commands = doc_commands()
+    assert len(commands) > 50
+    for doc, cmd, path, sets in commands:
+        sets = [f"task.reference='{tmp_path / 'ref.npz'}'" if s.startswith("task.reference=") else s for s in sets]
+        sets = [s for s in sets if not PLACEHOLDER.search(s)]
+        try:
+            load[cmd](ROOT / path, sets)
+        except Exception as e:  # the doc and command, then the loader's own line
+            raise AssertionError(f"{doc}: anchorlab {cmd} {path} --set {' --set '.join(sets)}: {e}") from e
 
 
 def test_every_figure_and_reproduction_the_docs_name_exists():
