@@ -83,7 +83,8 @@ def test_prontoqa_draws_per_grid():
     reference generator does."""
     for name in ("text_p1_fig7_gpt2_cpu", "text_p1_fig7_gpt2_quick_cpu", "text_p1_fig7_cpu"):
         assert {c.data.prontoqa_sampling for c in configs(name)} == {"short"}, name
-    for name in ("text_p1_fig7_paper", "text_p2_fig7_paper", "text_p2_fig7b_quick_cpu", "text_p2_fig7a_quick_cpu"):
+    for name in ("text_p1_fig7_paper", "text_p2_fig7_paper", "text_p2_fig7b_quick_cpu", "text_p2_fig7a_quick_cpu",
+                 "text_p1_fig7_gpt2_3000_long_cpu"):
         assert {c.data.prontoqa_sampling for c in configs(name)} == {"reference"}, name
 
 
