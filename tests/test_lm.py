@@ -142,7 +142,7 @@ def test_mean_pairwise_cosine():
     assert mean_pairwise_cosine(e) == pytest.approx((2 ** -0.5) * 2 / 3)
 
 
-@pytest.mark.parametrize("name", ["p2-fig1", "p2-fig7a", "p2-fig7b", "p1-fig7"])
+@pytest.mark.parametrize("name", ["p2-fig1", "p2-fig7a", "p2-fig7b", "p1-fig7", "p1-fig7-curves"])
 def test_each_figure_writes_png_and_csv(runs, tmp_path, name):
     png = draw(name, runs, tmp_path)
     assert png.stat().st_size > 5000 and png.read_bytes()[:4] == b"\x89PNG"
@@ -153,6 +153,12 @@ def test_each_figure_writes_png_and_csv(runs, tmp_path, name):
         row = dict(zip(header, lines[-1].split(",")))
         lq, ls = float(row["L_prontoqa"]), float(row["L_stories"])
         assert float(row["delta_L"]) == pytest.approx((ls - lq) / lq)
+    if name == "p1-fig7-curves":  # a row per run and evaluation, its accuracies as logged
+        header = lines[0].split(",")
+        hist = [r for d in runs for r in rundir.read_metrics(d) if "test_acc_prontoqa" in r]
+        assert len(lines) - 1 == len(hist)
+        rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
+        assert sorted(float(r["test_acc"]) for r in rows) == sorted(r["test_acc_prontoqa"] for r in hist)
 
 
 def test_figure_labels_tell_init_conventions_apart():

@@ -29,7 +29,7 @@ def test_every_text_sweep_is_an_lm_grid_of_distinct_runs(path):
     spec = load_sweep(path)
     cfgs = [cfg for _, cfg in spec.configs()]
     assert spec.kind == "lm" and all(type(c).__name__ == "LMRunConfig" for c in cfgs)
-    assert len({c.run_id() for c in cfgs}) == len(cfgs) >= 3
+    assert len({c.run_id() for c in cfgs}) == len(cfgs) >= 2
 
 
 def test_anchor_sweeps_stay_anchor_sweeps(tmp_path):

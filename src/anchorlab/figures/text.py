@@ -122,3 +122,24 @@ def p1_fig7(runs: list[Path], out: Path, level: float = 0.99) -> Path:
                          "acc": [sum(a for _, a in by_n[n]) / len(by_n[n]) for n in ns]})
     fig = P.plot_data_size(settings, f"P1 Fig. 7: PrOntoQA (convergence: train acc ≥ {level:g})")
     return save_figure(fig, rows, out, "p1-fig7")
+
+
+@figure("p1-fig7-curves", "runs", "P1 Fig. 7 over training: PrOntoQA True/False test (solid) and training (dashed) "
+        "accuracy per step, a panel per data size, a colour per (γ, weight decay)")
+def p1_fig7_curves(runs: list[Path], out: Path) -> Path:
+    by_n: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    rows = []
+    for cfg, hist, d in _runs(runs, "p1-fig7-curves"):
+        label = f"γ = {cfg.init.gamma:g}, wd = {cfg.train.weight_decay:g}" + (
+            f", seed {cfg.seeds.init_seed}" if cfg.seeds.init_seed else "")
+        evals = [r for r in hist if "test_acc_prontoqa" in r]
+        by_n[cfg.data.n_prontoqa].append({"label": label, "step": [r["step"] for r in evals],
+                                          "train": [r.get("train_acc_prontoqa", math.nan) for r in evals],
+                                          "test": [r["test_acc_prontoqa"] for r in evals]})
+        rows += [{"run_dir": str(d), "gamma": cfg.init.gamma, "weight_decay": cfg.train.weight_decay,
+                  "seed": cfg.seeds.init_seed, "n_prontoqa": cfg.data.n_prontoqa, "step": r["step"],
+                  "train_acc": r.get("train_acc_prontoqa", math.nan), "test_acc": r["test_acc_prontoqa"]}
+                 for r in evals]
+    panels = [{"title": f"{n:,} PrOntoQA examples", "lines": by_n[n]} for n in sorted(by_n)]
+    fig = P.plot_accuracy_panels(panels, "P1 Fig. 7 over training: True/False accuracy (test solid, train dashed)")
+    return save_figure(fig, rows, out, "p1-fig7-curves")

@@ -78,3 +78,27 @@ def plot_data_size(settings: Sequence[dict[str, Any]], title: str) -> Figure:
         fig.suptitle(title)
         fig.tight_layout()
     return fig
+
+
+def plot_accuracy_panels(panels: Sequence[dict[str, Any]], title: str) -> Figure:
+    """One panel per data size ``{"title", "lines": [{"label", "step", "train", "test"}]}``: True/False test
+    accuracy solid, training accuracy dashed, a colour per line (the same setting in every panel)."""
+    with style():
+        fig, axes = plt.subplots(1, len(panels), figsize=(max(4.8, 3.4 * len(panels)), 3.2), squeeze=False,
+                                 sharey=True)
+        labels = list(dict.fromkeys(line["label"] for p in panels for line in p["lines"]))
+        colors = {lab: plt.get_cmap("tab10")(i) for i, lab in enumerate(labels)}
+        for ax, p in zip(axes[0], panels):
+            for line in p["lines"]:
+                c = colors[line["label"]]
+                ax.plot(line["step"], line["test"], color=c, label=f"{line['label']}: test")
+                ax.plot(line["step"], line["train"], color=c, ls="--", lw=1, label=f"{line['label']}: train")
+            ax.axhline(0.5, color="#999999", lw=0.8, ls=":")
+            ax.set_title(p["title"])
+            ax.set_xlabel("step")
+            ax.set_ylim(0.3, 1.02)
+        axes[0][0].set_ylabel("True/False accuracy")
+        axes[0][-1].legend(fontsize=7)
+        fig.suptitle(title)
+        fig.tight_layout()
+    return fig

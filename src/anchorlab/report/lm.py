@@ -11,7 +11,7 @@ from anchorlab import rundir
 from anchorlab.report import steps
 from anchorlab.report.html import provenance_block
 
-LM_FIGURES = ("p2-fig1", "p2-fig7a", "p2-fig7b", "p1-fig7")
+LM_FIGURES = ("p2-fig1", "p2-fig7a", "p2-fig7b", "p1-fig7", "p1-fig7-curves")
 # The collected table's first columns after the grid coordinates (those that any run has)
 TABLE_HEAD = ("step", "train_loss_prontoqa", "train_loss_stories", "test_loss_prontoqa", "test_loss_stories",
               "test_acc_prontoqa", "emb_cos_prontoqa", "emb_cos_stories")
@@ -34,8 +34,9 @@ def _curves(history: list[dict[str, Any]], run_id: str) -> str:
 def _figures(run_dirs: list[Path]) -> str:
     """The real-language figures drawn from ``run_dirs``; those that do not apply are listed with the reason."""
     with_stories = any(rundir.read_json(d / rundir.CONFIG)["data"]["n_stories"] > 0 for d in run_dirs)
-    skip = ({"p1-fig7": "for PrOntoQA-only runs"} if with_stories else
-            {n: "needs stories in the mix" for n in LM_FIGURES if n != "p1-fig7"})
+    p1 = ("p1-fig7", "p1-fig7-curves")
+    skip = ({n: "for PrOntoQA-only runs" for n in p1} if with_stories else
+            {n: "needs stories in the mix" for n in LM_FIGURES if n not in p1})
     return steps.figure_list(LM_FIGURES, run_dirs, skip)
 
 
