@@ -613,3 +613,18 @@ def test_a_sweep_file_given_to_train_is_one_line_naming_the_sweep_command(tmp_pa
     assert f"{sweep} is a sweep" in err and f"`anchorlab sweep {sweep}`" in err
     assert str(ROOT / "configs" / "p1" / "cpu_demo.toml") in err
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without a GPU")
+def test_a_dry_run_refuses_what_the_run_would_refuse(tmp_path, capsys):
+    """--dry-run prints the plan, then the same checks as the real command: exit 0 only where it would start."""
+    from anchorlab.cli import main
+
+    sweep = str(ROOT / "configs" / "sweeps" / "p2_emb_mlp_cpu.toml")
+    assert main(["sweep", sweep, "--dry-run", "--out", str(tmp_path / "ok")]) == 0
+    capsys.readouterr()
+    rc = main(["sweep", sweep, "--set", "train.device=cuda", "--dry-run", "--out", str(tmp_path / "gpu")])
+    out, err = capsys.readouterr()
+    assert rc == 2 and "6 new" in out and err.strip().count("\n") == 0
+    assert "train.device: 'cuda' needs a CUDA GPU" in err
+    assert not (tmp_path / "gpu").exists() and not (tmp_path / "ok").exists()

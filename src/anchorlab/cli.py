@@ -127,10 +127,11 @@ def _sweep(a: argparse.Namespace) -> int:
         print(describe(spec, out))
         if line := batch_plan(spec, out, a.backend, a.batch_models):
             print(line)
-        return 0
     preflight([cfg for _, cfg in spec.configs()])  # a missing data set: one line, exit 2, nothing run
     if a.backend != "ray":  # a GPU this machine lacks, for a run still to train: the same
         check_devices([(cfg, out / cfg.run_id()) for _, cfg in spec.configs()])
+    if a.dry_run:  # the plan, and exit 0 only where the same command without --dry-run would start
+        return 0
     line, n_failed = run_sweep(spec, out, workers=a.workers, backend=a.backend, batch_models=a.batch_models,
                                address=a.address, gpus_per_run=a.gpus_per_run, max_retries=a.max_retries)
     print(line)

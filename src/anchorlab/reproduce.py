@@ -164,13 +164,14 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
             print(describe(spec, out / spec.name) + (f"\n{line}" if line else ""))
         print(f"then figures {', '.join(f.name for f in rep.figures)} -> {out / 'figures'}" if not only else
               "then no figure (--only: part of the grids)")
-        return []
     from anchorlab.execute import check_devices
     from anchorlab.kinds import preflight
 
     preflight([cfg for spec in specs for _, cfg in spec.configs()])  # a missing data set stops here, nothing run
     if backend != "ray":  # a GPU this machine lacks, for a run still to train: the same
         check_devices([(cfg, out / spec.name / cfg.run_id()) for spec in specs for _, cfg in spec.configs()])
+    if dry_run:  # the plan, and a clean return only where the same call without dry_run would start
+        return []
     dirs, failed = [], []
     for spec in specs:
         rows = plan(spec, out / spec.name)
