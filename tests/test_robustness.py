@@ -628,3 +628,18 @@ def test_a_dry_run_refuses_what_the_run_would_refuse(tmp_path, capsys):
     assert rc == 2 and "6 new" in out and err.strip().count("\n") == 0
     assert "train.device: 'cuda' needs a CUDA GPU" in err
     assert not (tmp_path / "gpu").exists() and not (tmp_path / "ok").exists()
+
+
+@pytest.mark.parametrize("cmd, config, right", [
+    ("train", "configs/text/p1_fig7_gpt2_quick_cpu.toml", "lm"), ("lm", "configs/p1/cpu_demo.toml", "train"),
+    ("seq2seq", "configs/text/p1_fig7_gpt2_quick_cpu.toml", "lm"), ("data", "configs/real/scan_cpu.toml", "seq2seq"),
+])
+def test_a_config_of_another_run_kind_is_one_line_naming_its_command(tmp_path, capsys, cmd, config, right):
+    from anchorlab.cli import main
+
+    path = str(ROOT / config)
+    rc = main([cmd, path, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert f"which `anchorlab {cmd}` does not take: run it with `anchorlab {right} {path}`" in err
+    assert not (tmp_path / "out").exists()

@@ -52,6 +52,23 @@ def _sources(sources: list[str]) -> None:
             raise ConfigError(f"source: {s} is not a run or sweep directory")
 
 
+COMMAND_OF_KIND = {"anchor": "train", "lm": "lm", "seq2seq": "seq2seq"}
+KIND_NAMES = {"anchor": "an anchor-task (P1 / P2)", "lm": "a real-language (lm)", "seq2seq": "a real-task (seq2seq)"}
+
+
+def _check_kind(config: str | None, kind: str, command: str) -> None:
+    """That the config file ``config`` is of the run kind ``command`` trains: else one line naming its command."""
+    if config is None:
+        return
+    from anchorlab.config_tools import read_toml
+    from anchorlab.kinds import kind_of_data
+
+    found = kind_of_data(read_toml(config)).name
+    if found != kind:
+        raise ConfigError(f"config: {config} is {KIND_NAMES[found]} config, which `anchorlab {command}` does not "
+                          f"take: run it with `anchorlab {COMMAND_OF_KIND[found]} {config}`")
+
+
 def _train(a: argparse.Namespace) -> int:  # `train`, `lm` and `seq2seq`: one run of that kind
     from anchorlab.sweep import check_out_dir
 
@@ -62,6 +79,7 @@ def _train(a: argparse.Namespace) -> int:  # `train`, `lm` and `seq2seq`: one ru
         a.parser.print_help()
         return 2
     kind = KINDS[a.cmd if a.cmd in ("lm", "seq2seq") else "anchor"]
+    _check_kind(a.config, kind.name, a.cmd)
     if source is not None:  # a longer run of an existing one (anchorlab.extend)
         from anchorlab.extend import longer_config, seed_longer_run
 
@@ -107,6 +125,7 @@ def _data(a: argparse.Namespace) -> None:
     from anchorlab.config import load_config
     from anchorlab.tasks import make_task_data
 
+    _check_kind(a.config, "anchor", "data")  # the anchor tasks' data sets (P1, P2); the others build their own
     cfg = load_config(a.config, a.set, training=False)
     out = _out_file(a.out)
     (data := make_task_data(cfg.task, cfg.seeds.data_seed)).save_npz(_made(out))
