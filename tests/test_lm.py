@@ -335,3 +335,13 @@ def test_micro_batch_run_tracks_the_plain_run(runs, tmp_path):
     for a, b in zip(ref[1:], got[1:], strict=True):
         for key in ("train_loss", "train_loss_prontoqa", "test_loss_stories"):
             assert b[key] == pytest.approx(a[key], rel=1e-3), key
+
+
+def test_a_source_the_mix_lacks_is_left_out_not_shown_as_nan():
+    """A PrOntoQA-only run (P1 Fig. 7) has no story rows: its stories loss is NaN by construction, which the final
+    line leaves out (a shown nan reads as a diverged run)."""
+    from anchorlab.text.train import summary_line
+
+    s = {"step": 30, "train_loss_prontoqa": 0.5, "train_loss_stories": float("nan"), "test_acc_prontoqa": 0.75}
+    line = summary_line(tiny(), s)
+    assert line == "step 30, train loss PrOntoQA 0.5, test acc PrOntoQA 0.75" and "nan" not in line

@@ -111,7 +111,8 @@ BEST_ALSO = {"composite": tuple(f"unseen_{m}_acc_{k}" for k in ("xel", "xm0") fo
 # Short progress-bar labels of the headline metrics shown there (in this order, after the loss).
 BAR_LABELS = {"seen_test_acc": "seen", "unseen_inferential_acc": "inf", "unseen_symmetric_acc": "sym",
               "mem_acc": "mem", "rsn_train_acc": "rsn", "rsn_test_acc": "test",
-              "train_loss_prontoqa": "L_qa", "train_loss_stories": "L_st", "test_acc_prontoqa": "acc"}
+              "train_loss_prontoqa": "L_qa", "train_loss_stories": "L_st", "test_acc_prontoqa": "acc",
+              "em_train": "em_train", "em_test": "em_test", "em_gen": "em_gen"}
 
 
 def progress_postfix(status: dict[str, Any]) -> dict[str, str]:

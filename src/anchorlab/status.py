@@ -63,7 +63,8 @@ def _progress(row: dict[str, Any], d: Path) -> dict[str, Any]:
         out["eval_epoch"] = out.get("epochs", row.get("epochs"))
     if "loss" not in out and isinstance(row.get("train_loss"), (int, float)):
         out["loss"] = float(row["train_loss"])
-    out.update({k: row[k] for k in BAR_LABELS if isinstance(row.get(k), (int, float))})
+    # a NaN (no such rows: a mix without stories) is left out, as on the progress bar
+    out.update({k: row[k] for k in BAR_LABELS if isinstance(row.get(k), (int, float)) and row[k] == row[k]})
     sessions = rundir.read_metrics(d, rundir.SESSIONS)
     if sessions and isinstance(sessions[-1].get("threads"), int):
         out["threads"] = sessions[-1]["threads"]

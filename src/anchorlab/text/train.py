@@ -40,8 +40,13 @@ STATUS_KEYS = ("train_loss_prontoqa", "train_loss_stories", "test_acc_prontoqa")
 
 
 def summary_line(cfg: LMRunConfig, s: dict[str, Any]) -> str:
-    return (f"step {s['step']}, train loss PrOntoQA {s['train_loss_prontoqa']:.4g}, stories "
-            f"{s['train_loss_stories']:.4g}, test acc PrOntoQA {s['test_acc_prontoqa']:.4g}")
+    """The final line; a source the mix does not hold (its loss NaN: no such rows) is left out, not shown as nan."""
+    parts = [f"step {s['step']}"]
+    for key, text in (("train_loss_prontoqa", "train loss PrOntoQA"), ("train_loss_stories", "train loss stories"),
+                      ("test_acc_prontoqa", "test acc PrOntoQA")):
+        if s.get(key) is not None and s[key] == s[key]:
+            parts.append(f"{text} {s[key]:.4g}")
+    return ", ".join(parts)
 
 
 def train_lm(cfg: LMRunConfig, run_dir: str | Path, *, progress: ProgressFn | None = None,
@@ -134,8 +139,10 @@ def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: Progress
                 if step % tc.eval_every == 0 or step == total_steps:
                     last = eval_record(step, epoch)
                 if bar is not None:
-                    bar.set_postfix({"loss": f"{loss.item():.3f}", "L_qa": f"{last['train_loss_prontoqa']:.3f}",
-                                     "L_st": f"{last['train_loss_stories']:.3f}"}, refresh=False)
+                    bar.set_postfix({"loss": f"{loss.item():.3f}", **{
+                        label: f"{last[k]:.3f}" for k, label in (("train_loss_prontoqa", "L_qa"),
+                                                                 ("train_loss_stories", "L_st"))
+                        if last.get(k) is not None and last[k] == last[k]}}, refresh=False)  # NaN: no such rows
                     bar.update(1)
             rundir.check_finite_loss(run_dir, step, loss.item())
             if epoch % tc.checkpoint_every == 0 or epoch == tc.epochs:
