@@ -76,8 +76,8 @@ def _train(a: argparse.Namespace) -> int:  # `train`, `lm` and `seq2seq`: one ru
     if a.resume is not None:  # the run directory's own config, into that directory
         return _resume(a)
     if a.config is None and not a.set and source is None:  # never start the day-long paper-scale default by accident
-        a.parser.print_help()
-        return 2
+        raise ConfigError(f"config: give a config file (or --set ...: the defaults alone are the paper-scale config, "
+                          f"a day-long run); `anchorlab {a.cmd} --help` lists the options")
     kind = KINDS[a.cmd if a.cmd in ("lm", "seq2seq") else "anchor"]
     _check_kind(a.config, kind.name, a.cmd)
     if source is not None:  # a longer run of an existing one (anchorlab.extend)
@@ -104,7 +104,7 @@ def _resume(a: argparse.Namespace) -> int:
     from anchorlab.kinds import kind_of, with_overrides
 
     run_dir = Path(a.resume)
-    given = (("a config", a.config), ("--out", a.out), ("--from", getattr(a, "from_run", None)))
+    given = (("config", a.config), ("--out", a.out), ("--from", getattr(a, "from_run", None)))
     extra = [flag for flag, value in given if value is not None]
     if extra:
         raise ConfigError(f"--resume: trains RUN_DIR's own config into RUN_DIR; give no {' or '.join(extra)}")
@@ -253,9 +253,10 @@ SET = arg("--set", action="append", default=[], metavar="KEY=VALUE",
           help="dotted override (e.g. init.gamma=0.8; seed=N sets the data, init and batch-order seeds)")
 OUT = arg("--out", help="run directory (default runs/<run id>)")
 RESUME = arg("--resume", metavar="RUN_DIR", help="train the unfinished run in RUN_DIR on from its last epoch, with the "
-             "config its config.json holds (no config, --out or --from; --set only for train.threads)")
-WORKERS_HELP = ("N 1-thread worker processes; 1 trains one run at a time in this process with the runs' own "
-                "train.threads (0 = every core: add --set train.threads=1 beside other jobs)")
+             "config its config.json holds (no config or --out; --set only for train.threads)")
+WORKERS_HELP = ("N 1-thread worker processes (N >= 1); 1 trains one run at a time in this process with the runs' "
+                "own train.threads (a train.threads of 0 takes every core: add --set train.threads=1 beside other "
+                "jobs)")
 BACKEND = {"choices": ("local", "process", "ray"), "help": "local: this process; process: 1-thread worker "
            "processes; ray: one Ray task per run (pip install 'anchorlab[ray]')"}
 ONLY = arg("--only", action="append", default=[], metavar="KEY=VALUE", help="part of the grid: only the points "
@@ -340,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         s = sub.add_parser(name, help=help_, description=help_, epilog=EXIT_CODES)
         for flags, kwargs in arguments:
             s.add_argument(*flags, **kwargs)
-        s.set_defaults(fn=fn, parser=s)
+        s.set_defaults(fn=fn)
     a = p.parse_args(argv)
     from anchorlab.cpu import check_settings, flush_denormals
     from anchorlab.rundir import RunFailed
