@@ -40,10 +40,32 @@ def broken_links(files: list[Path]) -> list[str]:
     return bad
 
 
+def link_targets(files: list[Path]) -> list[Path]:
+    return [md.parent / t.partition("#")[0] for md in files for t in LINK.findall(FENCE.sub("", md.read_text()))
+            if not re.match(r"[a-z]+:", t) and t.partition("#")[0]]
+
+
 def test_readme_and_docs_links_resolve():
     files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     assert len(files) > 10
     assert broken_links(files) == []
+
+
+def test_no_link_points_into_what_git_ignores():
+    """A linked file that exists here but is git-ignored (a folder named runs/, say) is missing from every clone."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    targets = sorted({str(p.resolve().relative_to(ROOT)) for p in link_targets(
+        [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]) if p.exists()})
+    assert len(targets) > 50
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=ROOT, input="\n".join(targets),
+                             capture_output=True, text=True).stdout.split()
+    assert ignored == []
 
 
 def test_link_checker_finds_a_missing_file_and_section(tmp_path, monkeypatch):

@@ -204,7 +204,7 @@ def test_resume_trains_an_unfinished_run_on_from_its_own_config(runs, tmp_path, 
     assert seed_longer_run(root / "short", cfg, tmp_path / "r")  # an unfinished run: trained to epoch 3 of 5
     before = _snapshot(tmp_path / "r")
     for extra, field in ((["--set", "init.gamma=0.9"], "init.gamma"), (["--out", str(tmp_path / "o")], "--out"),
-                         ([str(tmp_path / "c.toml")], "a config")):
+                         ([str(tmp_path / "c.toml")], "give no config")):
         assert main(["train", "--resume", str(tmp_path / "r"), *extra]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and field in err and "Traceback" not in err
