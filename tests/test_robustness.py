@@ -613,6 +613,9 @@ def test_a_sweep_file_given_to_train_is_one_line_naming_the_sweep_command(tmp_pa
     assert f"{sweep} is a sweep" in err and f"`anchorlab sweep {sweep}`" in err
     assert str(ROOT / "configs" / "p1" / "cpu_demo.toml") in err
     assert not (tmp_path / "r").exists()
+    one = ROOT / "configs" / "sweeps" / "p2_fig8_ranges_cpu.toml"  # a sweep of one run: a name, no axes
+    assert main(["train", str(one), "--out", str(tmp_path / "r")]) == 2
+    assert f"{one} is a sweep file" in capsys.readouterr().err and not (tmp_path / "r").exists()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without a GPU")

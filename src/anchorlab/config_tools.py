@@ -183,11 +183,12 @@ def read_toml(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]
     A chain of bases that comes back to a file it already read is an error naming the cycle."""
     path = Path(path)
     data = parse_toml_file(path)
-    if "axes" in data:  # a sweep file given where one run's config is expected (train, lm, seq2seq, config)
+    # a sweep file (axes, or a top-level name: a sweep of one run has no axes) where one run's config is expected
+    if "axes" in data or isinstance(data.get("name"), str):
         base = data.get("base")
         base_of = f"; one run of it: its base config {os.path.normpath(path.parent / base)} with --set" if isinstance(
             base, str) else ""
-        raise ConfigError(f"config: {path} is a sweep (it has [axes]), not a run config: train its grid with "
+        raise ConfigError(f"config: {path} is a sweep file, not a run config: train its grid with "
                           f"`anchorlab sweep {path}`{base_of}")
     base = data.pop("base", None)
     if base is not None:
