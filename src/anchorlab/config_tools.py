@@ -185,9 +185,9 @@ def read_toml(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]
     data = parse_toml_file(path)
     # a sweep file (axes, or a top-level name: a sweep of one run has no axes) where one run's config is expected
     if "axes" in data or isinstance(data.get("name"), str):
-        base = data.get("base")
-        base_of = f"; one run of it: its base config {os.path.normpath(path.parent / base)} with --set" if isinstance(
-            base, str) else ""
+        sweep_base = data.get("base")
+        base_of = (f"; one run of it: its base config {os.path.normpath(path.parent / sweep_base)} with --set"
+                   if isinstance(sweep_base, str) else "")
         raise ConfigError(f"config: {path} is a sweep file, not a run config: train its grid with "
                           f"`anchorlab sweep {path}`{base_of}")
     base = data.pop("base", None)

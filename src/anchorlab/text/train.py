@@ -21,6 +21,7 @@ from torch import nn
 from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError
 from anchorlab.cpu import check_device, run_environment, training_device
+from anchorlab.metrics import progress_postfix
 from anchorlab.schedule import lm_lr_at
 from anchorlab.text.config import LMRunConfig
 from anchorlab.text.data import DATA, load_data, preflight
@@ -139,10 +140,8 @@ def _train_open(cfg: LMRunConfig, run_dir: Path, status: str, progress: Progress
                 if step % tc.eval_every == 0 or step == total_steps:
                     last = eval_record(step, epoch)
                 if bar is not None:
-                    bar.set_postfix({"loss": f"{loss.item():.3f}", **{
-                        label: f"{last[k]:.3f}" for k, label in (("train_loss_prontoqa", "L_qa"),
-                                                                 ("train_loss_stories", "L_st"))
-                        if last.get(k) is not None and last[k] == last[k]}}, refresh=False)  # NaN: no such rows
+                    # the sweep bar's fields (a source the mix lacks, its loss NaN, left out)
+                    bar.set_postfix(progress_postfix({**last, "loss": loss.item()}), refresh=False)
                     bar.update(1)
             rundir.check_finite_loss(run_dir, step, loss.item())
             if epoch % tc.checkpoint_every == 0 or epoch == tc.epochs:
