@@ -378,6 +378,23 @@ def test_step_selects_the_checkpoint(runs, tmp_path):
     assert at0[0]["matrix"] == last[0]["matrix"] and at0[0]["singular_value"] != last[0]["singular_value"]
     draw("p1-fig12", runs[:1], tmp_path / "e", step=[0, kept[-1]])
     assert sorted({int(r["step"]) for r in read_csv(tmp_path / "e" / "p1-fig12.csv")}) == [0, kept[-1]]
+
+
+def test_two_steps_to_a_one_checkpoint_figure_is_one_line_exit_2(runs, tmp_path, capsys):
+    """A figure that draws one checkpoint refuses two different --step values (it used to draw the last one
+    silently), naming the figures that take several; the same value twice is that one checkpoint."""
+    from anchorlab import rundir
+    from anchorlab.cli import main
+
+    last = rundir.checkpoint_steps(runs[0])[-1]
+    assert main(["figure", "p1-fig13", str(runs[0]), "--out", str(tmp_path / "f"), "--step", "0", "--step",
+                 str(last)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "give --step once" in err and "p1-fig12" in err and "p2-fig4" in err
+    assert not (tmp_path / "f").exists()
+    assert main(["figure", "p1-fig13", str(runs[0]), "--out", str(tmp_path / "g"), "--step", "0", "--step",
+                 "0"]) == 0
+    assert {int(r["step"]) for r in read_csv(tmp_path / "g" / "p1-fig13.csv")} == {0}
     with pytest.raises(ConfigError, match="step"):
         draw("p1-fig4", runs[:1], tmp_path, step=[7])
 

@@ -120,8 +120,15 @@ def test_an_entry_runs_its_sweep_and_draws_its_figures(tmp_path, capsys):
     stamp = [p.stat().st_mtime_ns for p in summaries]
     reproduce("tiny", out, registry=reg, workers=1, show_progress=False)  # again: nothing retrained
     assert [p.stat().st_mtime_ns for p in summaries] == stamp
+    capsys.readouterr()
     assert reproduce("tiny", out, registry=reg, dry_run=True) == []
-    assert "4 done" in capsys.readouterr().out.replace("done,", "done")
+    plan = capsys.readouterr().out
+    assert "4 done" in plan.replace("done,", "done")
+    # the plan names each PNG the real call wrote, with the selection that tells two of one name apart
+    lines = plan[plan.index("then 4 figures"):].splitlines()
+    assert lines[0] == f"then 4 figures -> {out / 'figures'}"
+    assert [line.split()[0] for line in lines[1:]] == [str(p.relative_to(out / "figures")) for p in written]
+    assert lines[2].endswith("(runs init.gamma=1.0 model.n_layers=2)")
 
 
 @pytest.mark.parametrize("figures, extra, field", [

@@ -114,6 +114,18 @@ def _selected(fig: FigureSpec, sweep_dirs: list[Path]) -> list[Path]:
     return chosen
 
 
+def figure_plan(rep: Reproduction, out: Path) -> str:
+    """The figures ``rep`` draws, one line each: the PNG it writes, and its options and run selection where it
+    has them (one name drawn twice differs there: the plan says how)."""
+    lines = [f"then {len(rep.figures)} figure{'s' * (len(rep.figures) != 1)} -> {out}"]
+    for fig in rep.figures:
+        detail = [f"{k}={v}" for k, v in fig.options.items()]
+        detail += [f"runs {' '.join(f'{k}={v}' for k, v in sel.items())}" for sel in fig.select]
+        png = Path(fig.out) / f"{fig.name}.png" if fig.out else Path(f"{fig.name}.png")
+        lines.append(f"  {png}" + (f"  ({', '.join(detail)})" if detail else ""))
+    return "\n".join(lines)
+
+
 def draw_figures(rep: Reproduction, sweep_dirs: list[Path], out: Path) -> list[Path]:
     """Draw every figure of ``rep`` from the runs in ``sweep_dirs`` into ``out``; returns the PNG paths."""
     from anchorlab.figures import FIGURES, draw
@@ -162,8 +174,7 @@ def reproduce(name: str, out: str | Path | None = None, *, paper: bool = False, 
     if dry_run:
         for spec, line in zip(specs, batching, strict=True):
             print(describe(spec, out / spec.name) + (f"\n{line}" if line else ""))
-        print(f"then figures {', '.join(f.name for f in rep.figures)} -> {out / 'figures'}" if not only else
-              "then no figure (--only: part of the grids)")
+        print(figure_plan(rep, out / "figures") if not only else "then no figure (--only: part of the grids)")
     from anchorlab.execute import check_devices
     from anchorlab.kinds import preflight
 

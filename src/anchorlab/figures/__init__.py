@@ -27,23 +27,25 @@ class Recipe:
     sources: str      # what SOURCE is: "sweep", "run" or "runs" (run directories; a sweep directory = its runs),
     #                   or "file" (one data file the recipe reads, e.g. p1-frontier's points file)
     help: str
+    many_steps: bool = False  # takes ``--step`` more than once (a checkpoint series); others take one
 
 
 FIGURES: dict[str, Recipe] = {}
-# The command-line flags of options every recipe may take (named in errors; others are --option KEY=VALUE).
-CLI_FLAGS = {"method": " (--method)", "step": " (--step)", "use_best_epoch": " (--best-epoch)"}
+# The options that have a command-line flag of their own, as ``figure list`` and errors show them (the rest are
+# ``--option KEY=VALUE``).
+FLAG_USAGE = {"method": "--method pca|tsne", "step": "--step N", "use_best_epoch": "--best-epoch"}
 # A "runs" recipe that takes ``run_steps`` (one step or None per run dir, in order) reads RUN_DIR@STEP sources;
 # a "run" recipe takes them through ``step``.
 RUN_STEPS = "run_steps"
 
 
-def figure(name: str, sources: str, help: str) -> Callable[[FigureFn], FigureFn]:
-    """Register ``fn`` as figure ``name``."""
+def figure(name: str, sources: str, help: str, many_steps: bool = False) -> Callable[[FigureFn], FigureFn]:
+    """Register ``fn`` as figure ``name`` (``many_steps``: it draws several ``--step`` checkpoints)."""
     if sources not in ("sweep", "run", "runs", "file"):
         raise ValueError(f"figure {name}: sources must be 'sweep', 'run', 'runs' or 'file', got {sources!r}")
 
     def register(fn: FigureFn) -> FigureFn:
-        FIGURES[name] = Recipe(name, fn, sources, help)
+        FIGURES[name] = Recipe(name, fn, sources, help, many_steps)
         return fn
     return register
 
@@ -94,6 +96,11 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
     r = FIGURES[name]
     if RUN_STEPS in options:
         raise ConfigError(f"figure {name}: give per-run steps as sources RUN_DIR@STEP, not as option {RUN_STEPS}")
+    steps = options.get("step")
+    if isinstance(steps, (list, tuple)) and len(set(steps)) > 1 and not r.many_steps:
+        several = [n for n in sorted(FIGURES) if FIGURES[n].many_steps]
+        raise ConfigError(f"figure {name}: draws one checkpoint: give --step once (got {', '.join(map(str, steps))}); "
+                          f"figures that take several: {', '.join(several)}")
     if r.sources == "file":  # one data file, which the recipe reads and checks
         if len(sources) != 1 or not Path(sources[0]).is_file():
             raise ConfigError(f"figure {name}: takes one file (got {', '.join(map(str, sources)) or 'none'})")
@@ -165,9 +172,10 @@ def _check_options(name: str, options: dict[str, Any]) -> None:
     for k, v in options.items():
         if k not in accepted:
             takers = [n for n in sorted(FIGURES) if k in inspect.signature(FIGURES[n].fn).parameters]
-            options_ = [p for p in list(accepted)[2:] if p != RUN_STEPS]
-            raise ConfigError(f"figure {name}: option {k}={v!r}{CLI_FLAGS.get(k, '')} does not apply; its options "
-                              f"are {', '.join(options_) or 'none'} (figures that take {k}: "
+            options_ = [FLAG_USAGE.get(p, p) for p in list(accepted)[2:] if p != RUN_STEPS]
+            given = FLAG_USAGE[k].split()[0] if k in FLAG_USAGE else f"option {k}={v!r}"
+            raise ConfigError(f"figure {name}: {given} does not apply; its options are {', '.join(options_) or 'none'}"
+                              f" (figures that take {given.removeprefix('option ').split('=')[0]}: "
                               f"{', '.join(takers) or 'none'})")
         default = accepted[k].default  # a flag or a number takes only its kind (one clear line, not a traceback)
         if isinstance(default, bool) and not isinstance(v, bool):
@@ -175,6 +183,12 @@ def _check_options(name: str, options: dict[str, Any]) -> None:
         if isinstance(default, (int, float)) and not isinstance(default, bool) \
                 and (isinstance(v, bool) or not isinstance(v, (int, float))):
             raise ConfigError(f"figure {name}: option {k}: a number, not {v!r}")
+
+
+def one_step(step: int | Sequence[int] | None) -> int | None:
+    """The one checkpoint a single-checkpoint figure draws: ``--step`` (a repeated same value counts once;
+    :func:`draw` refuses different ones), or None for the run's last kept checkpoint."""
+    return step[-1] if isinstance(step, Sequence) else step
 
 
 def source_kind(name: str) -> str | None:
@@ -251,10 +265,6 @@ def model_label(cfg: Any, short: bool = True) -> str:
 def names() -> list[str]:
     _load_all()
     return sorted(FIGURES)
-
-
-# How ``anchorlab figure list`` shows the options that have a command-line flag of their own.
-FLAG_USAGE = {"method": "--method pca|tsne", "step": "--step N", "use_best_epoch": "--best-epoch"}
 
 
 def options_of(name: str) -> tuple[list[str], list[str]]:

@@ -44,7 +44,7 @@ from anchorlab.analysis.embeddings import (
 from anchorlab.analysis.spectra import embedding_covariance_eigs, linear_layer_spectra, stable_rank
 from anchorlab.analysis.summary import readouts
 from anchorlab.config import ConfigError, RunConfig
-from anchorlab.figures import figure, model_label, save_figure
+from anchorlab.figures import figure, model_label, one_step, save_figure
 from anchorlab.plotting.mechanisms import (
     plot_condensation_rows,
     plot_cosine_heatmaps,
@@ -129,11 +129,6 @@ Step = int | Sequence[int] | None  # ``--step`` may be given several times
 RunSteps = Sequence[int | None] | None  # per run dir, its RUN_DIR@STEP (None: ``step``), from :func:`draw`
 
 
-def _one(step: Step) -> int | None:
-    """Single-checkpoint figures take the last ``--step`` given (default: the last kept checkpoint)."""
-    return step[-1] if isinstance(step, Sequence) else step
-
-
 def _load_runs(name: str, run_dirs: Sequence[Path] | Path, step: Step = None,
                run_steps: RunSteps = None) -> list[tuple[Path, Any, RunConfig, int]]:
     """(run dir, model, config, step of the model) per run: the model at the run's ``run_steps`` entry, else at
@@ -145,7 +140,7 @@ def _load_runs(name: str, run_dirs: Sequence[Path] | Path, step: Step = None,
         if not (Path(d) / rundir.CONFIG).is_file():
             raise ConfigError(f"figure {name}: {d} is not a run directory (no {rundir.CONFIG})")
         kept = rundir.checkpoint_steps(Path(d)) if (Path(d) / rundir.CKPT_DIR).is_dir() else []
-        at = _one(step) if at is None else at
+        at = one_step(step) if at is None else at
         if at is not None and at not in kept:
             raise ConfigError(f"step: {d} has no checkpoint at step {at}; kept steps: {kept}")
         model, cfg = load_model(d, at)  # no checkpoint at all: FileNotFoundError, as before
@@ -306,7 +301,8 @@ def p1_fig5(run_dirs: Sequence[Path], out: str | Path, threshold: float = 0.7, m
     return save_figure(plot_condensation_rows(panels), rows, Path(out), "p1-fig5")
 
 
-@figure("p1-fig12", "runs", "P1 Fig. 12: embedding covariance eigenvalues, and the leading ones over kept checkpoints")
+@figure("p1-fig12", "runs", "P1 Fig. 12: embedding covariance eigenvalues, and the leading ones over kept checkpoints",
+        many_steps=True)
 def p1_fig12(run_dirs: Sequence[Path], out: str | Path, top_k: int = 4, step: Step = None,
              run_steps: RunSteps = None) -> Path:
     """E9: (a) eigenvalues of the covariance of the item-token W_E rows at the last checkpoint, per run;

@@ -20,7 +20,7 @@ from anchorlab.analysis import load_model
 from anchorlab.analysis import p2 as A
 from anchorlab.analysis.embeddings import pca_2d
 from anchorlab.config import ConfigError, RunConfig
-from anchorlab.figures import figure, model_label, save_figure
+from anchorlab.figures import figure, model_label, one_step, save_figure
 from anchorlab.plotting import p2 as P
 from anchorlab.theory import constructed_embeddings, label_distribution_exact
 
@@ -82,11 +82,6 @@ def _matrix_rows(panel: str, C: np.ndarray, ticks: list[int], **extra: Any) -> l
             for i in range(len(ticks)) for j in range(len(ticks))]
 
 
-def _one(step: int | Sequence[int] | None) -> int | None:
-    """``--step`` may be given several times; single-checkpoint figures take the last one."""
-    return step[-1] if isinstance(step, Sequence) else step
-
-
 def _two_steps(run_dir: Path, step: int | Sequence[int] | None) -> tuple[int, ...]:
     kept = rundir.checkpoint_steps(run_dir)
     if not kept:
@@ -96,7 +91,8 @@ def _two_steps(run_dir: Path, step: int | Sequence[int] | None) -> tuple[int, ..
     return tuple(step) if isinstance(step, Sequence) else (step,)
 
 
-@figure("p2-fig4", "run", "P2 Fig. 4: anchor-embedding cosines at two epochs, P^s − 1/d_vob, its cosine matrix")
+@figure("p2-fig4", "run", "P2 Fig. 4: anchor-embedding cosines at two epochs, P^s − 1/d_vob, its cosine matrix",
+        many_steps=True)
 def p2_fig4(run_dir: Path, out: Path, step: int | Sequence[int] | None = None) -> Path:
     cfg = _config(run_dir, "p2-fig4")
     task = cfg.task
@@ -129,7 +125,7 @@ def p2_fig4(run_dir: Path, out: Path, step: int | Sequence[int] | None = None) -
 def p2_fig5(run_dir: Path, out: Path, step: int | Sequence[int] | None = None, row_anchor: int = 15) -> Path:
     cfg = _config(run_dir, "p2-fig5")
     task = cfg.task
-    model, _ = load_model(run_dir, _one(step))
+    model, _ = load_model(run_dir, one_step(step))
     W_E = A.embedding_matrix(model)
     C = A.anchor_cosines(W_E, task)
     mem, rsn = list(task.mem_anchors), list(task.rsn_anchors)
@@ -162,7 +158,7 @@ def p2_fig6(run_dir: Path, out: Path, step: int | Sequence[int] | None = None, n
 
     cfg = _config(run_dir, "p2-fig6", "gpt")
     task = cfg.task
-    model, _ = load_model(run_dir, _one(step))
+    model, _ = load_model(run_dir, one_step(step))
     data = make_task_data(task, cfg.seeds.data_seed)
     rows_idx = np.random.default_rng(0).choice(np.flatnonzero(data.in_train), size=min(n_inputs, len(data)),
                                                replace=False)
@@ -212,7 +208,7 @@ def p2_fig8(runs: list[Path], out: Path, step: int | Sequence[int] | None = None
                       "mem_acc": r["mem_acc"]} for r in m]
             continue
         kept = rundir.checkpoint_steps(d)
-        s = at if at is not None else _one(step) if step is not None else (kept[1] if len(kept) > 1 else kept[-1])
+        s = at if at is not None else one_step(step) if step is not None else (kept[1] if len(kept) > 1 else kept[-1])
         model, _ = load_model(d, s)
         data = make_task_data(task, cfg.seeds.data_seed)
         pred, _ = predict(model, torch.as_tensor(data.inputs), torch.as_tensor(data.targets))
