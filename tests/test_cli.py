@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -72,3 +74,24 @@ def test_an_out_dir_the_file_system_refuses_is_one_line_naming_out(capsys):
     assert main(["train", "--set", "train.epochs=1", "--out", "/proc/anchorlab-no-such-run"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--out" in err and "Traceback" not in err
+
+
+def test_top_level_help_names_the_papers_and_first_commands_that_exist(capsys):
+    """`anchorlab --help` is for a user: the papers, then first commands, each one the parser accepts and whose
+    config file exists (not the module's developer notes)."""
+    import shlex
+
+    from anchorlab.cli import DESCRIPTION, build_parser
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "2405.05409" in out and "2502.04375" in out and "exit status" in out and "library call" not in out
+    commands = [line.split("anchorlab ", 1)[1].split("  ")[0] for line in DESCRIPTION.splitlines()
+                if "anchorlab " in line and "COMMAND" not in line]
+    assert len(commands) == 3
+    root = Path(__file__).resolve().parents[1]
+    for command in commands:
+        args = build_parser().parse_args(shlex.split(command))
+        config = getattr(args, "config", None)
+        assert config is None or (root / config).is_file(), command

@@ -19,6 +19,14 @@ import anchorlab
 from anchorlab.config import ConfigError, parse_override
 from anchorlab.kinds import KINDS, preflight
 
+DESCRIPTION = """\
+Initialization scale decides whether a Transformer reasons or memorizes (arXiv 2405.05409, 2502.04375):
+train the papers' models and tasks, sweep γ, draw every paper figure, look inside the runs.
+
+  first steps:  anchorlab demo --out demo_out              the default CPU experiment (minutes)
+                anchorlab reproduce list                    one command per paper figure
+                anchorlab train configs/p1/cpu_demo.toml --set init.gamma=0.8 --out runs/g08
+  each command: anchorlab COMMAND -h"""
 EXIT_CODES = ("exit status: 0 ok; 1 a run failed (one line per run: which and why); 2 bad input (one line naming "
               "it); 130 interrupted (the same command resumes)")
 
@@ -333,8 +341,10 @@ COMMANDS: dict[str, tuple[Any, str, list[tuple[tuple[str, ...], dict[str, Any]]]
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = Parser(prog="anchorlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def build_parser() -> argparse.ArgumentParser:
+    """The ``anchorlab`` parser: one sub-parser per entry of :data:`COMMANDS`."""
+    p = Parser(prog="anchorlab", description=DESCRIPTION, epilog=EXIT_CODES,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"anchorlab {anchorlab.__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     for name, (fn, help_, arguments) in COMMANDS.items():
@@ -342,7 +352,11 @@ def main(argv: list[str] | None = None) -> int:
         for flags, kwargs in arguments:
             s.add_argument(*flags, **kwargs)
         s.set_defaults(fn=fn)
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
     from anchorlab.cpu import check_settings, flush_denormals
     from anchorlab.rundir import RunFailed
     from anchorlab.tasks.scan import ScanFilesMissing  # a data set's files missing: one line, exit 2
