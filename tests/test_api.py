@@ -34,6 +34,7 @@ def test_import_anchorlab_stays_light():
 def test_load_run_gives_config_metrics_summary_checkpoints(run_dir):
     run = anchorlab.load_run(run_dir)
     assert run.kind == "anchor" and run.done and run.run_id == "run"
+    assert anchorlab.load_run(run_dir / "config.json").path == run.path  # the file given: its run
     assert run.config == rundir.read_config(run_dir)
     history = rundir.read_metrics(run_dir)
     m = run.metrics
@@ -61,6 +62,10 @@ def test_model_has_the_checkpoint_weights_and_hooks(run_dir):
     assert logits.shape[0] == 5
     with pytest.raises(FileNotFoundError, match="kept steps"):
         run.model(step=7)
+    kept = run.checkpoints[-1]
+    for wrong in (str(kept), float(kept)):  # a kept step of the wrong type is named as such
+        with pytest.raises(TypeError, match=r"^step: expected an integer"):
+            run.model(step=wrong)
 
 
 def test_load_run_refuses_what_is_not_a_run(tmp_path):

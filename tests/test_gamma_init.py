@@ -143,10 +143,21 @@ def test_same_generator_seed_same_weights_and_plain_modules():
     assert torch.equal(a[2].weight, torch.ones(64))  # LayerNorm weight untouched
 
 
-@pytest.mark.parametrize("gamma", [-0.1, float("nan"), "0.5", True, None])
+@pytest.mark.parametrize("gamma", [-0.1, float("nan"), float("inf"), "0.5", True, None, torch.tensor(0.5)])
 def test_bad_gamma_names_the_field(gamma):
     with pytest.raises(ConfigError, match="^gamma: allowed values"):
         gamma_init_(nn.Linear(4, 4), gamma)
+
+
+def test_numpy_gamma_is_a_number():
+    np = pytest.importorskip("numpy")
+    assert gamma_init_(nn.Linear(4, 4), np.float32(0.5))[0].std == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("model", ["gpt2", None, torch.zeros(3, 3), [nn.Linear(3, 3)]])
+def test_a_non_module_is_one_type_error(model):
+    with pytest.raises(TypeError, match="^model: expected a torch.nn.Module, got "):
+        gamma_init_(model, 0.5)
 
 
 def test_bad_convention_override_and_unknown_weight_are_errors():
@@ -187,3 +198,26 @@ def test_torch_multihead_attention_in_proj():
     assert table["self_attn.out_proj.weight"].fan_in == 64
     assert table["linear2.weight"].fan_in == 256
     _assert_std_close(net, {"self_attn.in_proj_weight": 64 ** -0.5, "linear2.weight": 256 ** -0.5})
+
+
+def test_padding_row_stays_zero_and_a_root_weight_takes_a_star_override():
+    """An embedding's padding_idx row is zero after γ-init, as torch and HF leave it (a Llama pad token); the
+    other rows are drawn. A model that is itself one layer is covered by the override "*" (its weight's owner
+    is the root, which has no name)."""
+    emb = nn.Embedding(50, 16, padding_idx=3)
+    rows = gamma_init_(emb, GAMMA)
+    assert rows[0].fan_in == 16 and torch.all(emb.weight[3] == 0)
+    others = torch.cat([emb.weight[:3], emb.weight[4:]])
+    assert torch.all(others != 0) and abs(others.std().item() / 16 ** -GAMMA - 1) < 0.15
+    lin = nn.Linear(200, 100)
+    (row,) = gamma_init_(lin, GAMMA, overrides={"*": 1.0})
+    assert row.std == pytest.approx(200 ** -1.0) and abs(lin.weight.std().item() / 200 ** -1.0 - 1) < 0.05
+
+
+def test_our_own_model_is_pointed_to_apply_init():
+    from anchorlab.config import RunConfig
+    from anchorlab.models import build_model
+
+    model = build_model(RunConfig().model, 120)
+    with pytest.raises(TypeError, match=r"anchorlab\.init\.apply_init"):
+        gamma_init_(model, GAMMA)

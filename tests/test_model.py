@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from anchorlab.config import RunConfig
 from anchorlab.init import count_parameters
-from anchorlab.models import build_model, hook_names, run_with_cache
+from anchorlab.models import build_model, hook_names, run_with_cache, run_with_hooks
 from anchorlab.train import build_initialized_model
 from tests.conftest import tiny_config
 
@@ -75,6 +75,10 @@ def test_hooks_and_cache():
     assert list(only) == ["blocks.0.attn.hook_pattern"]
     with pytest.raises(KeyError):
         run_with_cache(model, tokens, names=["blocks.9.nope"])
+    _, one = run_with_cache(model, tokens, names="blocks.0.attn.hook_pattern")  # one name, not its characters
+    assert list(one) == ["blocks.0.attn.hook_pattern"]
+    with pytest.raises(ValueError, match="no HookPoint"):  # nothing to cache: say so, not {}
+        run_with_cache(torch.nn.Linear(9, 2), tokens.float())
     # stop_early: the same activations, and nothing after the last one asked for runs
     ran = []
     handle = model.blocks[0].mlp.register_forward_hook(lambda *_: ran.append("mlp 0"))
@@ -86,6 +90,33 @@ def test_hooks_and_cache():
     out, _ = run_with_cache(model, tokens, names=names)
     handle.remove()
     assert ran == ["mlp 0"] and out is not None  # without it the whole model runs
+
+
+def test_run_with_hooks_patches_activations_and_leaves_no_hook_behind():
+    """Patching the last block's residual stream with another input's makes the logits that input's (the logits
+    are resid_post @ W_U + b_U); a hook that returns None changes nothing; hooks are gone afterwards, also after
+    a hook raised; an unknown name is a KeyError before the model runs."""
+    model = build_initialized_model(tiny_config(**{"model.n_layers": 2}), 201)
+    a, b = torch.randint(20, 100, (3, 9)), torch.randint(20, 100, (3, 9))
+    plain_a, plain_b = model(a), model(b)
+    _, cache_b = run_with_cache(model, b, names="blocks.1.hook_resid_post")
+    seen = []
+    patched = run_with_hooks(model, a, fwd_hooks=[("blocks.0.hook_resid_mid", lambda x, name: seen.append(name)),
+                                                  ("blocks.1.hook_resid_post",
+                                                   lambda x, name: cache_b["blocks.1.hook_resid_post"])])
+    assert seen == ["blocks.0.hook_resid_mid"]
+    torch.testing.assert_close(patched, plain_b, rtol=0, atol=0)
+    torch.testing.assert_close(run_with_hooks(model, a, fwd_hooks=("blocks.0.hook_resid_mid", lambda x, n: None)),
+                               plain_a, rtol=0, atol=0)
+
+    def boom(x, name):
+        raise RuntimeError("in the hook")
+    with pytest.raises(RuntimeError, match="in the hook"):
+        run_with_hooks(model, a, fwd_hooks=[("blocks.0.attn.hook_z", boom)])
+    with pytest.raises(KeyError, match="blocks.7.nope"):
+        run_with_hooks(model, a, fwd_hooks=[("blocks.7.nope", boom)])
+    torch.testing.assert_close(model(a), plain_a, rtol=0, atol=0)  # no hook left behind
+    assert not any(m._forward_hooks for m in model.modules())
 
 
 def test_small_init_gives_near_uniform_attention():

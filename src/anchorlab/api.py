@@ -161,8 +161,10 @@ def _read_config(run_dir: Path) -> tuple[Any, str]:
 
 
 def load_run(run_dir: str | Path) -> Run:
-    """The run in ``run_dir`` (a directory holding ``config.json``), finished or not."""
+    """The run in ``run_dir`` (a directory holding ``config.json``, or that file itself), finished or not."""
     run_dir = Path(run_dir)
+    if run_dir.name == rundir.CONFIG and run_dir.is_file():  # the config file given: its run directory
+        run_dir = run_dir.parent
     if not (run_dir / rundir.CONFIG).is_file():
         hint = " (a sweep directory: use anchorlab.load_sweep)" if (run_dir / "sweep.json").is_file() else ""
         raise FileNotFoundError(f"{run_dir} holds no {rundir.CONFIG}: not a run directory{hint}")

@@ -12,6 +12,7 @@ HF GPT-2 ``Conv1D``        [in, out]       in = shape[0]                    shap
 ``nn.MultiheadAttention``  [3E, E]         E = shape[1] (``*proj_weight``)  same as ``fan_in``
 ``nn.Conv{1,2,3}d``        [out, in/g, k]  in/g · prod(k)                   same as ``fan_in``
 ``nn.Embedding``           [V, D]          D (authors: ``size(1)``)         N(0, initializer_range = 0.02)
+its ``padding_idx`` row    row of [V, D]   zero (as torch / HF leave it)    zero
 biases, norm weights       1-D             untouched                        untouched
 =========================  ==============  ===============================  ==================================
 
@@ -30,6 +31,7 @@ two or more dimensions raises: this function never leaves a weight silently at i
 from __future__ import annotations
 
 import math
+import numbers
 from fnmatch import fnmatch
 from typing import NamedTuple
 
@@ -56,7 +58,8 @@ def _is_conv1d(module: nn.Module) -> bool:
 
 
 def _check_gamma(value: object, field_name: str) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    # numbers.Real: numpy scalars too (np.float32 is not a float); 0 is allowed here (std 1 for every weight)
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
     if not ok:
         raise ConfigError(f"{field_name}: allowed values are a finite float >= 0 (std = fan_in^-gamma), "
                           f"got {value!r}")
@@ -78,7 +81,9 @@ def weight_fan_in(module: nn.Module, weight: torch.Tensor, convention: str = "fa
 
 def _scopes(module_name: str) -> list[str]:
     """The module's name and its ancestors' names, outermost first ("a.b.c" -> ["a", "a.b", "a.b.c"])."""
-    parts = module_name.split(".") if module_name else []
+    if not module_name:  # the model itself owns the weight (``gamma_init_(nn.Linear(...))``): "*" covers it
+        return [""]
+    parts = module_name.split(".")
     return [".".join(parts[: k + 1]) for k in range(len(parts))]
 
 
@@ -98,8 +103,11 @@ def _weights_to_draw(model: nn.Module) -> list[tuple[str, str, nn.Module, torch.
             seen.add(id(p))
             mha_proj = isinstance(module, nn.MultiheadAttention) and p_name.endswith("proj_weight")
             if p_name != "weight" and not mha_proj:
+                ours = type(module).__module__.startswith("anchorlab.")  # raw W_E, W_Q...: roles, not layouts
                 raise TypeError(f"{full} ({type(module).__name__}, shape {tuple(p.shape)}): no γ-init rule for "
-                                "a parameter that is not a module weight")
+                                "a parameter that is not a module weight" + (
+                                    "; anchorlab's own models are γ-initialized by anchorlab.init.apply_init "
+                                    "(InitConfig(gamma=...), P1's d_in table)" if ours else ""))
             plan.append((full, mod_name, module, p))
     return plan
 
@@ -118,6 +126,8 @@ def gamma_init_(model: nn.Module, gamma: float, *, convention: str = "fan_in",
     values. Weights are drawn in ``named_modules`` order from ``generator`` (the global RNG when None), so
     a fixed generator seed gives identical weights. Nothing is changed when an argument is rejected.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__} ({model!r:.60})")
     gamma = _check_gamma(gamma, "gamma")
     if convention not in CONVENTIONS:
         raise ConfigError(f"convention: allowed values are {list(CONVENTIONS)}, got {convention!r}")
@@ -151,8 +161,10 @@ def gamma_init_(model: nn.Module, gamma: float, *, convention: str = "fan_in",
             std = d_in ** -g
         rows.append(InitRow(full, d_in, std))
     # every rule is resolved before the first draw, so a TypeError above leaves the model as it was
-    for (_, _, _, p), row in zip(plan, rows):
+    for (_, _, module, p), row in zip(plan, rows):
         p.normal_(0.0, row.std, generator=generator)
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            p[module.padding_idx].zero_()  # as torch's and HF's own inits leave it: the pad token embeds to 0
     if convention == "authors_gpt2_last_token":
         rows = _redraw_c_proj(model, rows, generator)
     return rows

@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import operator
 import os
 import re
 import socket
@@ -429,6 +430,10 @@ def load_checkpoint(run_dir: Path, step: int | None = None) -> dict[str, torch.T
         raise FileNotFoundError(f"{run_dir} has no checkpoints")
     if step is None:
         step = steps[-1]
+    try:
+        step = operator.index(step)  # an int (numpy ints too); "329" matched nothing, 329.0 broke the file name
+    except TypeError:
+        raise TypeError(f"step: expected an integer (one of the kept steps {steps}), got {step!r}") from None
     if step not in steps:
         raise FileNotFoundError(f"{run_dir} has no checkpoint at step {step}; kept steps: {steps}")
     return load_file(str(checkpoint_path(run_dir, step)))
