@@ -71,6 +71,13 @@ def test_hooks_and_cache():
     torch.testing.assert_close(pattern.sum(-1), torch.ones(3, 1, 9))
     assert pattern.triu(1).abs().max() == 0  # causal: softmax probabilities, not raw scores
     assert cache["blocks.0.hook_resid_mid"].shape == (3, 9, 16)
+    # TransformerLens's short keys name the same tensors; an ambiguous or absent one lists what there is
+    assert cache["pattern", 0] is pattern and cache["resid_post", 1] is cache["blocks.1.hook_resid_post"]
+    assert cache["mlp_out", 1] is cache["blocks.1.mlp.hook_mlp_out"] and cache["embed"] is cache["hook_embed"]
+    with pytest.raises(KeyError, match="ln1.hook_normalized.*ln2.hook_normalized"):
+        cache["normalized", 0]
+    with pytest.raises(KeyError, match="no cached hook"):
+        cache["pattern", 5]
     _, only = run_with_cache(model, tokens, names=["blocks.0.attn.hook_pattern"])
     assert list(only) == ["blocks.0.attn.hook_pattern"]
     with pytest.raises(KeyError):

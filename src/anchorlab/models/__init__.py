@@ -7,7 +7,7 @@ from torch import nn
 from anchorlab.config import ModelConfig
 from anchorlab.models.emb_mlp import EmbMLP
 from anchorlab.models.gpt import GPT
-from anchorlab.models.hooks import HookPoint, hook_names, run_with_cache, run_with_hooks
+from anchorlab.models.hooks import ActivationCache, HookPoint, hook_names, run_with_cache, run_with_hooks
 
 MODELS = {"gpt": GPT, "emb_mlp": EmbMLP}
 
@@ -17,4 +17,5 @@ def build_model(cfg: ModelConfig, d_vocab: int) -> nn.Module:
     return MODELS[cfg.name](cfg, d_vocab)
 
 
-__all__ = ["EmbMLP", "GPT", "HookPoint", "build_model", "hook_names", "run_with_cache", "run_with_hooks", "MODELS"]
+__all__ = ["ActivationCache", "EmbMLP", "GPT", "HookPoint", "build_model", "hook_names", "run_with_cache",
+           "run_with_hooks", "MODELS"]

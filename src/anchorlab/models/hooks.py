@@ -44,6 +44,25 @@ def _on_device(model: nn.Module, args: tuple) -> tuple:
     return tuple(a.to(device) if isinstance(a, Tensor) else a for a in args)
 
 
+class ActivationCache(dict):
+    """``run_with_cache``'s {hook name: activation}, a plain dict that also takes TransformerLens's short keys:
+    ``cache["pattern", 0]`` is ``cache["blocks.0.attn.hook_pattern"]``, ``cache["resid_post", 1]``
+    ``cache["blocks.1.hook_resid_post"]``, ``cache["embed"]`` ``cache["hook_embed"]``. A short key must name one
+    cached hook (``"normalized"`` of a block is ``ln1``'s or ``ln2``'s: give the full name); otherwise
+    ``KeyError`` lists the candidates."""
+
+    def __getitem__(self, key: str | tuple[str, int]) -> Tensor:
+        if isinstance(key, str) and dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        short, layer = (key, None) if isinstance(key, str) else key
+        scope = "" if layer is None else f"blocks.{layer}."
+        found = [n for n in self if n.startswith(scope) and n.endswith(f"hook_{short}")
+                 and (layer is not None or not n.startswith("blocks."))]
+        if len(found) != 1:
+            raise KeyError(f"{key!r}: {'names ' + str(found) if found else 'no cached hook'}; cached: {list(self)}")
+        return dict.__getitem__(self, found[0])
+
+
 class _Cached(Exception):
     """Raised by the last wanted hook of a ``run_with_cache(..., stop_early=True)`` call: the rest of the forward
     pass is not needed."""
@@ -81,7 +100,7 @@ def run_with_cache(model: nn.Module, *args, names: Iterable[str] | None = None, 
     finally:
         for h in handles:
             h.remove()
-    return out, {n: cache[n] for n in all_names if n in cache}
+    return out, ActivationCache({n: cache[n] for n in all_names if n in cache})
 
 
 HookFn = Callable[[Tensor, str], Tensor | None]
