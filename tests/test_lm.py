@@ -161,6 +161,22 @@ def test_each_figure_writes_png_and_csv(runs, tmp_path, name):
         assert sorted(float(r["test_acc"]) for r in rows) == sorted(r["test_acc_prontoqa"] for r in hist)
 
 
+def test_fig7_marks_a_size_that_never_converged_at_its_last_step():
+    """A data size where a run never reached the level is an open triangle at the last step trained (it used to
+    be left out, so a panel could show nothing), named in the legend; a converged size is not marked."""
+    import math
+
+    from anchorlab.plotting.text import plot_data_size
+
+    fig = plot_data_size([{"label": "a", "n": [300, 3000], "steps": [450.0, math.nan], "acc": [0.5, 0.8],
+                           "unconverged": [math.nan, 6000]}], "t")
+    a1 = fig.axes[0]
+    (marks,) = [line for line in a1.get_lines() if line.get_marker() == "^" and len(line.get_xdata())]
+    assert list(marks.get_xdata()) == [300, 3000] and math.isnan(marks.get_ydata()[0])
+    assert marks.get_ydata()[1] == 6000 and marks.get_markerfacecolor() == "none"
+    assert [t.get_text() for t in a1.get_legend().get_texts()] == ["not converged by this step"]
+
+
 def test_figure_labels_tell_init_conventions_apart():
     from anchorlab.figures.text import _label
 

@@ -110,7 +110,7 @@ def p1_fig7(runs: list[Path], out: Path, level: float = 0.99) -> Path:
     for cfg, hist, d in _runs(runs, "p1-fig7"):
         key, n = (cfg.init.gamma, cfg.train.weight_decay), cfg.data.n_prontoqa
         steps, acc = convergence_step(hist, level), hist[-1]["test_acc_prontoqa"]
-        groups[key][n].append((steps, acc))
+        groups[key][n].append((steps, acc, hist[-1]["step"]))
         rows.append({"run_dir": str(d), "gamma": key[0], "weight_decay": key[1], "seed": cfg.seeds.init_seed,
                      "n_prontoqa": n, "convergence_step": steps, "level": level, "final_step": hist[-1]["step"],
                      "test_acc": acc})
@@ -118,8 +118,11 @@ def p1_fig7(runs: list[Path], out: Path, level: float = 0.99) -> Path:
     for (g, wd), by_n in sorted(groups.items()):
         ns = sorted(by_n)
         settings.append({"label": f"γ = {g:g}, wd = {wd:g}", "n": ns,
-                         "steps": [sum(s for s, _ in by_n[n]) / len(by_n[n]) for n in ns],
-                         "acc": [sum(a for _, a in by_n[n]) / len(by_n[n]) for n in ns]})
+                         "steps": [sum(s for s, _, _ in by_n[n]) / len(by_n[n]) for n in ns],
+                         "acc": [sum(a for _, a, _ in by_n[n]) / len(by_n[n]) for n in ns],
+                         # a size where a run never reached the level: drawn at its runs' last step, open
+                         "unconverged": [max(f for _, _, f in by_n[n]) if any(math.isnan(s) for s, _, _ in by_n[n])
+                                         else math.nan for n in ns]})
     fig = P.plot_data_size(settings, f"P1 Fig. 7: PrOntoQA (convergence: train acc ≥ {level:g})")
     return save_figure(fig, rows, out, "p1-fig7")
 

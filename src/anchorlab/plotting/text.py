@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,14 +56,21 @@ def plot_curves_by_gamma(curves: Sequence[dict[str, Any]], ylabel: str, title: s
 
 
 def plot_data_size(settings: Sequence[dict[str, Any]], title: str) -> Figure:
-    """Two panels vs data size: convergence step and test accuracy, one line per ``{"label", "n", "steps", "acc"}``."""
+    """Two panels vs data size: convergence step and test accuracy, one line per ``{"label", "n", "steps", "acc"}``;
+    an optional ``"unconverged"`` list (the last step trained where a run never reached the level, else NaN) is
+    drawn as an open triangle: convergence later than that, if at all."""
     with style():
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.2, 3.0))
-        for s in settings:
-            a1.plot(s["n"], s["steps"], "o-", label=s["label"])
+        for i, s in enumerate(settings):
+            (line,) = a1.plot(s["n"], s["steps"], "o-", label=s["label"])
             a2.plot(s["n"], s["acc"], "o-", label=s["label"])
+            if any(not math.isnan(v) for v in s.get("unconverged", [])):  # nested sizes: two at one step both show
+                a1.plot(s["n"], s["unconverged"], "^", mfc="none", ms=7 + 4 * i, color=line.get_color())
         a1.set_ylabel("convergence step")
-        if all(math.isnan(v) for st in settings for v in st["steps"]):
+        if any(not math.isnan(v) for st in settings for v in st.get("unconverged", [])):
+            a1.plot([], [], "^", mfc="none", color="#555555", label="not converged by this step")
+            a1.legend(handles=a1.get_lines()[-1:], fontsize=7, loc="best")
+        elif all(math.isnan(v) for st in settings for v in st["steps"]):
             a1.text(0.5, 0.5, "no run reached the level", transform=a1.transAxes, ha="center", color="#555555")
         a2.set_ylabel("True/False test accuracy")
         a2.set_ylim(0.4, 1.02)
@@ -84,8 +92,9 @@ def plot_accuracy_panels(panels: Sequence[dict[str, Any]], title: str) -> Figure
     """One panel per data size ``{"title", "lines": [{"label", "step", "train", "test"}]}``: True/False test
     accuracy solid, training accuracy dashed, a colour per line (the same setting in every panel)."""
     with style():
-        fig, axes = plt.subplots(1, len(panels), figsize=(max(4.8, 3.4 * len(panels)), 3.2), squeeze=False,
-                                 sharey=True)
+        width = max(4.8, 3.4 * len(panels))
+        fig, axes = plt.subplots(1, len(panels), figsize=(width, 3.2 + 0.2 * (len(title) > 11 * width)),
+                                 squeeze=False, sharey=True)
         labels = list(dict.fromkeys(line["label"] for p in panels for line in p["lines"]))
         colors = {lab: plt.get_cmap("tab10")(i) for i, lab in enumerate(labels)}
         for ax, p in zip(axes[0], panels):
@@ -99,6 +108,6 @@ def plot_accuracy_panels(panels: Sequence[dict[str, Any]], title: str) -> Figure
             ax.set_ylim(0.3, 1.02)
         axes[0][0].set_ylabel("True/False accuracy")
         axes[0][-1].legend(fontsize=7)
-        fig.suptitle(title)
+        fig.suptitle(textwrap.fill(title, int(11 * width)))  # one panel is narrower than the title
         fig.tight_layout()
     return fig
