@@ -60,6 +60,8 @@ def test_paper_run_is_370_steps_an_epoch_for_210_epochs():
     ("model.n_layers=2.5", "model.n_layers"),
     ("model.norm='mid'", "model.norm"),
     ("task.held_out=[[4,5]]", "task.held_out"),
+    ("task.probe_pair=[4,3,1]", "task.probe_pair"),
+    ("task.probe_pair=[4,7]", "task.probe_pair"),
     ("task.non_inferential=[[3,7,-6]]", "task.non_inferential"),
     ("task.seq_len=2", "task.seq_len"),
     ("task.split_modulus=3", "task.split_modulus"),

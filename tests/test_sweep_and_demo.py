@@ -530,6 +530,26 @@ def test_only_trains_part_of_the_grid_under_the_whole_grids_ids_and_the_rest_fol
     assert "3 done, 0 partial, 3 new" in capsys.readouterr().out  # the whole grid: the other three are left
 
 
+def test_only_on_a_grown_grid_keeps_the_runs_listed_before_that_are_still_on_it(tmp_path):
+    """A sweep whose grid grew (a new γ) run with --only: the manifest keeps every run listed before that is
+    still a point of the grid (collect, status and figures read them), and drops those no longer on it."""
+    from anchorlab.sweep import narrow
+
+    out = tmp_path / "sw"
+    plan(load_sweep(write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0]\n"seed" = [1, 2]')), out)
+    before = json.loads((out / "sweep.json").read_text())["runs"]
+    assert len(before) == 4
+    grown = load_sweep(write_sweep(tmp_path, '"init.gamma" = [0.5, 1.0, 1.5]\n"seed" = [1, 2]'))
+    plan(narrow(grown, ["seed=1"]), out)
+    runs = json.loads((out / "sweep.json").read_text())["runs"]
+    assert set(before) < set(runs) and len(runs) == 5
+    assert {p["init.gamma"] for p in runs.values()} == {0.5, 1.0, 1.5}
+    shrunk = load_sweep(write_sweep(tmp_path, '"init.gamma" = [0.5]\n"seed" = [1, 2]'))
+    plan(narrow(shrunk, ["seed=1"]), out)
+    runs = json.loads((out / "sweep.json").read_text())["runs"]
+    assert sorted((p["init.gamma"], p["seed"]) for p in runs.values()) == [(0.5, 1), (0.5, 2)]
+
+
 @pytest.mark.parametrize("only, message", [
     ("seed=4", "--only seed: 4 is not on the axis; its values: 1, 2"),
     ("model.n_layers=2", "--only model.n_layers: not an axis of sweep t; its axis keys: init.gamma, seed"),

@@ -105,9 +105,12 @@ class CompositeTaskConfig:
         for triple in self.non_inferential:
             check(len(triple) == 3 and triple[0] in anchors and triple[1] in anchors, "task.non_inferential",
                    f"[a1, a2, shift] triples with a1, a2 in the anchor set {sorted(anchors)}")
-        for pair in (*self.held_out, self.probe_pair):
+        for pair in self.held_out:
             check(len(pair) == 2 and pair[0] in anchors and pair[1] in anchors, "task.held_out",
                    f"[a1, a2] pairs with a1, a2 in the anchor set {sorted(anchors)}")
+        pair = self.probe_pair
+        check(len(pair) == 2 and pair[0] in anchors and pair[1] in anchors, "task.probe_pair",
+               f"an [a1, a2] pair with a1, a2 in the anchor set {sorted(anchors)}")
         check(self.probe_pair in self.held_out, "task.probe_pair", f"one of task.held_out {list(self.held_out)}")
         lo = self.key_min + min(self._pair_shifts()) if self.anchors else 0
         hi = self.key_max + max(self._pair_shifts()) if self.anchors else 0

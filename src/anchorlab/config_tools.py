@@ -196,6 +196,8 @@ def read_toml(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]
             raise ConfigError(f"base: {path}: expected the path of another TOML file, got {base!r}")
         chain = (*_chain, path.resolve())
         target = path.parent / base
+        if not target.exists():
+            raise ConfigError(f"base: {path}: file {str(target)!r} does not exist")
         if target.resolve() in chain:
             cycle = " -> ".join(str(p) for p in (*chain, target.resolve()))
             raise ConfigError(f"base: {path}: the chain of base files is a cycle ({cycle})")

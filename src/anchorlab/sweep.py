@@ -98,6 +98,8 @@ def load_sweep(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) ->
     name = data.get("name", "x")
     if not name.strip() or "/" in name or name in (".", ".."):
         raise ConfigError(f"{path}: name: expected a non-empty name without '/', got {data['name']!r}")
+    if "base" in data and not (path.parent / data["base"]).exists():
+        raise ConfigError(f"{path}: base: file {str(path.parent / data['base'])!r} does not exist")
     base = read_toml(path.parent / data["base"]) if "base" in data else {}
     axes = data.get("axes", {})
     swept = {k for axis in axes for k in axis_keys(axis)}
@@ -264,8 +266,12 @@ def plan(spec: SweepSpec, out_dir: str | Path) -> list[tuple[dict[str, Any], Any
     runs = {d.name: point for point, _, d in rows}
     if spec.only and (out_dir / MANIFEST).exists():  # part of the grid: the runs listed before stay listed
         before = read_manifest(out_dir)
-        if before.get("name") == spec.name and before.get("axes") == spec.axes:
-            runs = {**before["runs"], **runs}
+        if before.get("name") == spec.name:
+            kept = before["runs"]
+            if before.get("axes") != spec.axes:  # the grid grew or changed: keep those still on it
+                grid = SweepSpec(spec.name, spec.base, spec.axes).points()
+                kept = {r: p for r, p in kept.items() if p in grid}
+            runs = {**kept, **runs}
     rundir.write_json(out_dir / MANIFEST, {"name": spec.name, "base": spec.base, "axes": spec.axes, "runs": runs})
     return rows
 
