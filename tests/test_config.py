@@ -78,6 +78,16 @@ def test_bad_values_name_the_field(override, field):
     assert "allowed" in str(e.value) or "expected" in str(e.value) or "unknown" in str(e.value)
 
 
+def test_a_probe_pair_whose_two_readings_agree_is_refused():
+    """(2,1) with (1,2) mapped by composition: both readings are x+6, so inferential and symmetric accuracy would
+    be one number; refused, naming task.probe_pair. Listing (1,2) as non-inferential makes it a real probe."""
+    with pytest.raises(ConfigError, match=r"^task\.probe_pair: .*same"):
+        load_config(None, ["task.held_out=[[2,1]]", "task.probe_pair=[2,1]"])
+    c = load_config(None, ["task.held_out=[[2,1]]", "task.probe_pair=[2,1]",
+                           "task.non_inferential=[[1,2,0]]"])
+    assert c.task.probe_pair == (2, 1)
+
+
 def test_overrides_parse_toml_values():
     assert parse_override("train.lr=3e-4") == ("train.lr", 3e-4)
     assert parse_override("task.held_out=[[4,3],[3,4]]") == ("task.held_out", [[4, 3], [3, 4]])

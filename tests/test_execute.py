@@ -220,3 +220,39 @@ def test_a_ray_address_where_nothing_answers_is_one_line_before_anything_is_writ
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and said in err, err
     assert not (tmp_path / "s").exists()
+
+
+def _report_sigint(conn) -> None:
+    """Spawned target: what SIGINT does in a fresh worker before any of our code ran."""
+    import signal
+
+    conn.send(signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
+    conn.close()
+
+
+def test_a_worker_ignores_ctrl_c_from_its_first_instruction_and_a_second_sigterm_while_unwinding():
+    """Ctrl-C reaches the whole process group: a worker still importing torch must not print a KeyboardInterrupt
+    traceback, so it is started with SIGINT already ignored (a spawned Python then installs no handler). The
+    parent's SIGINT handling is unchanged afterwards. After the first SIGTERM a worker ignores the next one
+    (multiprocessing's exit handler sends it) instead of breaking into its unwinding."""
+    import multiprocessing as mp
+    import signal
+
+    from anchorlab.backends.pool import _stop, start_shielded
+
+    ctx = mp.get_context("spawn")
+    before = signal.getsignal(signal.SIGINT)
+    reader, writer = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_report_sigint, args=(writer,))
+    start_shielded(proc)
+    writer.close()
+    assert reader.recv() is True
+    proc.join(30)
+    assert signal.getsignal(signal.SIGINT) is before
+    term = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            _stop(signal.SIGTERM, None)
+        assert stopped.value.code == 128 + signal.SIGTERM and signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, term)

@@ -129,3 +129,11 @@ def test_figure_errors_name_the_problem(runs, tmp_path, capsys):
     assert main(["figure", "p2-fig3a", str(runs["gpt", 0.8]), "--best-epoch", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err  # the flag the user typed, not the option's name in the code
     assert "--best-epoch does not apply" in err and "use_best_epoch" not in err and "p1-gamma" in err
+    # a one-run figure given a folder of runs or a sweep: one line (was: a missing config.json's errno)
+    assert main(["figure", "p2-fig5", str(runs["gpt", 0.8].parent), "--out", str(tmp_path / "f")]) == 2
+    assert "is not a run directory (no config.json)" in capsys.readouterr().err
+    (tmp_path / "sw").mkdir()
+    (tmp_path / "sw" / "sweep.json").write_text("{}")
+    assert main(["figure", "p2-fig4", str(tmp_path / "sw"), "--out", str(tmp_path / "f")]) == 2
+    assert "a sweep directory: give one of its runs" in capsys.readouterr().err
+    assert not (tmp_path / "f").exists()

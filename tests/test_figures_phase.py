@@ -549,3 +549,29 @@ def test_p1_fig2c_draws_mean_and_std_over_each_gammas_seeds(tmp_path):
     assert {r["inferential_mean"] for r in at0} == {"0.0"} and {r["evaluation"] for r in at0} == {"epoch 0"}
     with pytest.raises(ConfigError, match="figure p1-fig2c: option keys"):
         draw("p1-fig2c", runs, tmp_path / "bad", keys="middle")
+
+
+def test_legends_and_csvs_name_the_held_out_pairs_answers_from_the_task(tmp_path, monkeypatch):
+    """The answer in "inferential (4,3) → x−10" comes from each run's task (anchors' shifts and the reversed
+    pair's rule), not from P1's defaults: a run probing (2,1), whose reverse (1,2) maps to x, reads x+6 / x.
+    Runs of different tasks drawn together name no answer rather than a wrong one."""
+    import anchorlab.figures.gamma as G
+    from anchorlab.figures.curves import curve_rows
+    from anchorlab.plotting.figures import plot_gamma_comparison, reading_label
+
+    evals = CURVES[0.8, 1]
+    task = {"task.held_out": ((2, 1),), "task.probe_pair": (2, 1), "task.non_inferential": ((1, 2, 0),)}
+    custom = [fake_run(tmp_path / f"c{s}", 0.8, s, evals, done=True, **task) for s in (1, 2)]
+    default = fake_run(tmp_path / "d1", 0.8, 1, evals, done=True)
+    columns = ("pair", "inferential_answer", "symmetric_answer")
+    assert {tuple(r[k] for k in columns) for r in G.gamma_rows(custom)} == {("(2,1)", "x+6", "x")}
+    assert {tuple(r[k] for k in columns) for r in G.gamma_rows([default])} == {("(4,3)", "x−10", "x−6")}
+    assert {r["inferential_answer"] for r in curve_rows(custom)} == {"x+6"}
+    seen = []
+    monkeypatch.setattr(G, "plot_gamma_comparison", lambda rows, **kw: seen.append(kw["answers"])
+                        or plot_gamma_comparison(rows, **kw))
+    draw("p1-gamma", custom, tmp_path / "a")
+    draw("p1-gamma", [*custom, default], tmp_path / "b")
+    assert seen == [("x+6", "x"), None]
+    assert reading_label("inferential", "(2,1)", ("x+6", "x")) == "inferential (2,1) → x+6"
+    assert reading_label("symmetric", "(2,1) / (4,3)", None) == "symmetric (2,1) / (4,3)"

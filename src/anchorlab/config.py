@@ -112,6 +112,14 @@ class CompositeTaskConfig:
         check(len(pair) == 2 and pair[0] in anchors and pair[1] in anchors, "task.probe_pair",
                f"an [a1, a2] pair with a1, a2 in the anchor set {sorted(anchors)}")
         check(self.probe_pair in self.held_out, "task.probe_pair", f"one of task.held_out {list(self.held_out)}")
+        shift = dict(zip(self.anchors, self.shifts))
+        a1, a2 = pair
+        special = {(t[0], t[1]): t[2] for t in self.non_inferential}
+        composed = shift[a1] + shift[a2]
+        check(special.get((a2, a1), shift[a2] + shift[a1]) != composed, "task.probe_pair",
+              f"a pair whose two readings differ: for {tuple(pair)} the inferential answer (shift {composed:+d}) "
+              f"and the symmetric one (the reversed pair ({a2},{a1})'s) are the same, so the two accuracies would "
+              "be one number; hold out a pair whose reverse is listed in task.non_inferential")
         lo = self.key_min + min(self._pair_shifts()) if self.anchors else 0
         hi = self.key_max + max(self._pair_shifts()) if self.anchors else 0
         check(lo >= 0, "task.key_min", f"an integer >= {self.key_min - lo} so that every label (key + shift, down "

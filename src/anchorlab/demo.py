@@ -109,7 +109,11 @@ def run_demo(spec_path: str | Path = DEFAULT_SPEC, out_dir: str | Path = "demo_o
     rundir.write_json(out_dir / "summary.json", summary)
     written = [out_dir / "summary.json"]
     if curves:
-        fig = plot_unseen_over_training(curves, "P1 composite task: held-out pair (4,3) during training")
+        from anchorlab.figures.logged import probe_answers, probe_pair
+
+        cfg = rows[0][1]
+        fig = plot_unseen_over_training(curves, f"P1 composite task: held-out pair {probe_pair(cfg)} during training",
+                                        pair=probe_pair(cfg), answers=probe_answers(cfg))
         fig.savefig(out_dir / "demo.png")
         written.append(out_dir / "demo.png")
     print(outcome_table(runs, COLUMNS))

@@ -36,7 +36,24 @@ def _exit_with_parent(parent_pid: int, every_s: float = 1.0) -> None:
 
 
 def _stop(signum: int, frame: Any) -> None:
+    # A second SIGTERM (multiprocessing's exit handler terminating daemonic children) must not break into
+    # the unwinding with a traceback; the parent kills a worker that has not finished within its grace time.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise SystemExit(128 + signum)  # unwinds the run: its lock is released, its last epoch boundary kept
+
+
+def start_shielded(proc: Any) -> None:
+    """Start ``proc`` with SIGINT ignored from its first instruction: a spawned Python inherits the ignored
+    signal and installs no KeyboardInterrupt handler, so a Ctrl-C while it is still importing torch prints no
+    traceback (the parent stops its workers itself). Outside the main thread signals cannot be changed: a plain
+    start."""
+    if threading.current_thread() is not threading.main_thread():
+        return proc.start()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc.start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _worker(cfg: Any, run_dir: Path, conn: Connection, parent_pid: int) -> None:
@@ -87,7 +104,7 @@ def run_pool(todo: list[Job], workers: int, progress: SweepProgress, max_retries
                 cfg, d = todo[i]
                 reader, writer = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=_worker, args=(one_thread(cfg), d, writer, os.getpid()), daemon=True)
-                proc.start()
+                start_shielded(proc)
                 writer.close()  # the child holds the only writing end: its death is an EOF here
                 running[i] = (proc, reader)
             wait([c for _, c in running.values()] + [p.sentinel for p, _ in running.values()], timeout=1.0)
@@ -112,8 +129,12 @@ def run_pool(todo: list[Job], workers: int, progress: SweepProgress, max_retries
                     results[i] = RunResult(d, None, reason)
                     progress.event(str(d), None, None, reason)
     finally:
-        for proc, conn in running.values():  # interrupted: stop the workers (their runs resume next time)
+        for proc, _ in running.values():  # interrupted: stop the workers (their runs resume next time) ...
             proc.terminate()
+        for proc, conn in running.values():  # ... each given 5 s to unwind, then killed (its run resumes too)
             proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
             conn.close()
     return [r for r in results if r is not None]

@@ -144,6 +144,11 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
             print(f"figure {name}: {note}", file=sys.stderr)
     if r.sources != "runs" and len(srcs) != 1:
         raise ConfigError(f"figure {name}: takes one {r.sources} directory, got {len(srcs)}")
+    if r.sources == "run" and srcs[0].is_dir() and not (srcs[0] / "config.json").is_file():
+        from anchorlab.sweep import MANIFEST
+
+        what = "a sweep directory: give one of its runs" if (srcs[0] / MANIFEST).is_file() else "no config.json"
+        raise ConfigError(f"figure {name}: {srcs[0]} is not a run directory ({what})")
     for s in srcs:
         if not s.is_dir():
             raise ConfigError(f"figure {name}: source {s} is not a directory")

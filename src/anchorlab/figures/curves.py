@@ -13,8 +13,9 @@ from anchorlab.figures import figure, model_label, save_figure
 from anchorlab.figures.logged import (
     KEYS_NAMES,
     PROBE_KEYS,
+    common_answers,
     composite_config,
-    probe_pair,
+    probe_columns,
     probe_suffix,
     std_W_Q,
     varied_of,
@@ -64,7 +65,7 @@ def _curve_runs(run_dirs: list[Path], extra: dict[str, str] | None = None,
         m = cfg.model
         head = {"run_id": d.name, "model": model_label(cfg), "d_model": m.d_model, "gamma": cfg.init.gamma,
                 "std_W_Q": std_W_Q(cfg), "precision": cfg.train.precision, "seed": cfg.seeds.init_seed,
-                "status": "done" if rundir.is_done(d) else "unfinished", "pair": probe_pair(cfg), "keys": keys,
+                "status": "done" if rundir.is_done(d) else "unfinished", **probe_columns(cfg), "keys": keys,
                 "cooldown_from": (cfg.train.epochs - cfg.train.cooldown_epochs) if cfg.train.cooldown_epochs else None,
                 "varied": ", ".join(varied_parts(varied)), "trained_on": rundir.trained_on(d), **varied}
         rows = [{**head, "epoch": r["epoch"], "step": r["step"],
@@ -146,7 +147,7 @@ def p1_curves(run_dirs: list[Path], out: str | Path, threshold: float = 0.9, key
                           if loss else {})})
     pairs = " / ".join(sorted({rows[0]["pair"] for rows in runs}))
     plot = plot_probe_grid if panels == "run" else plot_probe_curves
-    fig = plot(curves, pair=pairs, threshold=threshold,
+    fig = plot(curves, pair=pairs, answers=common_answers([rows[0] for rows in runs]), threshold=threshold,
                title=f"P1: held-out pair {pairs} during training ({KEYS_NAMES[keys]})")
     return save_figure(fig, [r for rows in runs for r in rows], Path(out), "p1-curves")
 
@@ -215,7 +216,9 @@ def fit_speed_rows(run_dirs: list[Path], loss_threshold: float = 1.0, early_epoc
         rows.append({"run_id": d.name, "model": last["model"], "d_model": last["d_model"], "gamma": last["gamma"],
                      "std_W_Q": last["std_W_Q"], "lr_multiplier": cfg.train.lr_multiplier,
                      "precision": last["precision"], "seed": last["seed"],
-                     "reference_parts": "+".join(parts), "pair": last["pair"], "keys": keys, "status": last["status"],
+                     "reference_parts": "+".join(parts), "pair": last["pair"],
+                     "inferential_answer": last["inferential_answer"], "symmetric_answer": last["symmetric_answer"],
+                     "keys": keys, "status": last["status"],
                      "fit_epoch": fit_epoch,
                      "last_trained_epoch": epochs[-1]["epoch"], "last_epoch": last["epoch"],
                      "inferential": last["inferential"], "symmetric": last["symmetric"],
@@ -248,7 +251,8 @@ def p1_fit_speed(run_dirs: list[Path], out: str | Path, loss_threshold: float = 
     if not rows:
         raise ConfigError("figure p1-fit-speed: needs composite-task (P1) runs with logged epochs and an evaluation")
     pairs = " / ".join(sorted({r["pair"] for r in rows})) + ("" if keys == "both" else f", {KEYS_NAMES[keys]}")
-    return save_figure(plot_fit_speed(rows, loss_threshold, pair=pairs), rows, Path(out), "p1-fit-speed")
+    return save_figure(plot_fit_speed(rows, loss_threshold, pair=pairs, answers=common_answers(rows)), rows,
+                       Path(out), "p1-fit-speed")
 
 
 @figure("p1-condensation", "runs", "P1 mechanisms over training from the logged scalars: W_Q⁰ stable rank and "

@@ -13,8 +13,9 @@ from anchorlab.figures.logged import (
     KEYS_NAMES,
     PROBE_KEYS,
     best_logged,
+    common_answers,
     composite_config,
-    probe_pair,
+    probe_columns,
     probe_suffix,
     std_W_Q,
     varied_of,
@@ -54,7 +55,7 @@ def gamma_rows(run_dirs: list[Path], keys: str = "both", use_best_epoch: bool = 
                      "inferential": last[f"unseen_inferential_acc{sfx}"],
                      "symmetric": last[f"unseen_symmetric_acc{sfx}"],
                      "seen_test": last.get("seen_test_acc"), "status": "done" if done else "unfinished",
-                     "pair": probe_pair(cfg), "keys": keys,
+                     **probe_columns(cfg), "keys": keys,
                      "evaluation": "best" if use_best_epoch else "last" if epoch is None else f"epoch {epoch}",
                      "varied": ", ".join(varied_parts(varied)), **varied})
     return sorted(rows, key=lambda r: (r["model"], r["varied"], r["gamma"], r["seed"]))
@@ -117,16 +118,17 @@ def p1_gamma(run_dirs: list[Path], out: str | Path, best_of_seed: bool = False, 
     decay, rate, …) are bars of their own, labelled with it. ``epoch`` (``--option epoch=N``; -1, the default:
     the last evaluation): each run read after epoch N, e.g. a 210-epoch run where P1's protocol was read (27)."""
     rows, pairs = _gamma_figure_rows("p1-gamma", run_dirs, keys, use_best_epoch, epoch)
+    answers = common_answers(rows)
     if best_of_seed:
         rows = best_per_seed(rows)
         when = ", best epoch" if use_best_epoch else f", after epoch {epoch}" if epoch >= 0 else ""
-        fig = plot_gamma_comparison(rows, pair=pairs, dots="seed (best of its runs)",
+        fig = plot_gamma_comparison(rows, pair=pairs, answers=answers, dots="seed (best of its runs)",
                                     title=f"P1: held-out pair {pairs} per γ, best over each seed's runs{when} "
                                           f"(P1 §4; bars: mean over seeds)")
     else:
         title = (f"P1: held-out pair {pairs} per γ, best evaluation of each run" if use_best_epoch else
                  f"P1: held-out pair {pairs} per γ, each run after epoch {epoch}" if epoch >= 0 else "")
-        fig = plot_gamma_comparison(_shown(rows), pair=pairs, title=title)
+        fig = plot_gamma_comparison(_shown(rows), pair=pairs, answers=answers, title=title)
     return save_figure(fig, rows, Path(out), "p1-gamma")
 
 
@@ -190,7 +192,7 @@ def p1_fig2c(run_dirs: list[Path], out: str | Path, keys: str = "both", use_best
     blocks = " / ".join(sorted(set(arch.values())))
     when = (", best evaluation of each run" if use_best_epoch else f", each run after epoch {epoch}" if epoch >= 0
             else "")
-    fig = plot_gamma_comparison(shown, pair=pairs, spread=stats,
+    fig = plot_gamma_comparison(shown, pair=pairs, answers=common_answers(rows), spread=stats,
                                 title=f"P1 Fig. 2c: held-out pair {pairs} per γ{when}, bars: mean ± std over the "
                                       f"runs of each γ; {blocks}")
     return save_figure(fig, table, Path(out), "p1-fig2c")

@@ -50,6 +50,40 @@ def probe_pair(cfg: RunConfig) -> str:
     return "({},{})".format(*task.probe_pair)
 
 
+def probe_answers(cfg: RunConfig) -> tuple[str, str]:
+    """The held-out pair's two readings as answers, (inferential, symmetric): ("x−10", "x−6") for P1's (4,3).
+    The inferential one composes the two anchors' shifts; the symmetric one is the reversed pair's answer."""
+    from anchorlab.analysis.answers import shift_name
+    from anchorlab.tasks.composite import inferential_shift, symmetric_shift
+
+    task = cfg.task
+    assert isinstance(task, CompositeTaskConfig)
+    return shift_name(inferential_shift(task, *task.probe_pair)), shift_name(symmetric_shift(task, *task.probe_pair))
+
+
+def probe_columns(cfg: RunConfig) -> dict[str, str]:
+    """A figure row's columns naming what its accuracies read: the pair and the answer of each reading."""
+    inferential, symmetric = probe_answers(cfg)
+    return {"pair": probe_pair(cfg), "inferential_answer": inferential, "symmetric_answer": symmetric}
+
+
+def common_answers(rows: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """The (inferential, symmetric) answers all ``rows`` share (:func:`probe_columns`), for a legend's
+    "inferential (4,3) → x−10"; None where runs of other tasks are drawn together."""
+    found = {(r.get("inferential_answer"), r.get("symmetric_answer")) for r in rows}
+    if len(found) != 1:
+        return None
+    inferential, symmetric = found.pop()
+    return (str(inferential), str(symmetric)) if inferential and symmetric else None
+
+
+def sweep_probe(sweep_dir: Path, rows: list[dict[str, Any]]) -> tuple[str, tuple[str, str] | None]:
+    """The held-out pair(s) the composite-task runs of ``rows`` (of a sweep's ``collect``) are read on, as a
+    title names them ("(4,3)"), and the answers they share (:func:`common_answers`)."""
+    found = [probe_columns(cfg) for r in rows if (cfg := composite_config(sweep_dir / r["run_id"])) is not None]
+    return " / ".join(sorted({c["pair"] for c in found})) or "(held-out pair)", common_answers(found)
+
+
 def std_W_Q(cfg: RunConfig) -> float | None:
     """The init std of a Transformer's W_Q (None for the Emb-MLP), as a finished run's summary records it."""
     from anchorlab.init import init_std

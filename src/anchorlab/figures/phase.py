@@ -10,9 +10,9 @@ from typing import Any
 from anchorlab import rundir
 from anchorlab.config import ConfigError
 from anchorlab.figures import figure, save_figure
-from anchorlab.figures.logged import KEYS_NAMES, PROBE_KEYS, best_logged, probe_suffix
+from anchorlab.figures.logged import KEYS_NAMES, PROBE_KEYS, best_logged, probe_suffix, sweep_probe
 from anchorlab.phase import SEED_AXES, phase_grid
-from anchorlab.plotting.figures import plot_gamma_comparison, plot_phase_diagrams
+from anchorlab.plotting.figures import plot_gamma_comparison, plot_phase_diagrams, reading_label
 from anchorlab.sweep import MANIFEST, collect
 
 FIG2_AXES = ("init.gamma", "model.n_layers")
@@ -29,7 +29,7 @@ def _with_best(rows: list[dict[str, Any]], sweep_dir: Path, metrics: tuple[str, 
     return rows
 
 
-@figure("p1-fig2", "sweep", "P1 Fig. 2a/b: symmetric and inferential accuracy on (4,3) over γ × depth "
+@figure("p1-fig2", "sweep", "P1 Fig. 2a/b: symmetric and inferential accuracy on the held-out pair over γ × depth "
         "(a sweep over one of them, or over one other axis: accuracy along it)")
 def p1_fig2(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False, keys: str = "both") -> Path:
     """P1 Fig. 2a/2b: symmetric and inferential accuracy on the held-out pair over γ × depth. A sweep with
@@ -49,15 +49,18 @@ def p1_fig2(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False
         if len(line) != 1:
             raise ConfigError(f"figure p1-fig2: needs a sweep over init.gamma and model.n_layers (2-D) or over one "
                               f"axis (1-D); {sweep_dir} has axes {', '.join(axes) or 'none'}")
-        return _fig2_line(rows, line[0], Path(out), use_best_epoch, keys)
+        return _fig2_line(rows, line[0], Path(out), use_best_epoch, keys, sweep_probe(Path(sweep_dir), rows))
     g = phase_grid(rows, x="init.gamma", y="model.n_layers", metrics=metrics, use_best_epoch=use_best_epoch)
     tag = "" if keys == "both" else f", {KEYS_NAMES[keys]}"
-    fig = plot_phase_diagrams(g["xs"], g["ys"], {f"symmetric (4,3) → x−6{tag}": g[metrics[0]],
-                                                 f"inferential (4,3) → x−10{tag}": g[metrics[1]]}, g["mask"])
+    pair, answers = sweep_probe(Path(sweep_dir), rows)
+    fig = plot_phase_diagrams(g["xs"], g["ys"], {reading_label("symmetric", pair, answers) + tag: g[metrics[0]],
+                                                 reading_label("inferential", pair, answers) + tag: g[metrics[1]]},
+                              g["mask"])
     return _save_grid(fig, g, metrics, Path(out), "p1-fig2", lambda xv, yv: {"gamma": xv, "n_layers": yv})
 
 
-def _fig2_line(rows: list[dict[str, Any]], axis: str, out: Path, use_best_epoch: bool, keys: str) -> Path:
+def _fig2_line(rows: list[dict[str, Any]], axis: str, out: Path, use_best_epoch: bool, keys: str,
+               probe: tuple[str, tuple[str, str] | None]) -> Path:
     """P1 Fig. 2 along one axis: per value and seed the held-out pair's accuracies (best over other axes)."""
     sfx = PROBE_KEYS[keys]
     done = [r for r in rows if r.get("status") == "done" and f"unseen_inferential_acc{sfx}" in r]
@@ -76,9 +79,10 @@ def _fig2_line(rows: list[dict[str, Any]], axis: str, out: Path, use_best_epoch:
               "seen_test_acc": max(value(r, "seen_test_acc") for r in group)}
              for (xv, seed), group in sorted(cells.items(), key=lambda kv: (kv[0][0], str(kv[0][1])))]
     name = axis.split(".")[-1]
-    fig = plot_gamma_comparison(table, x=axis, x_name="γ" if axis == "init.gamma" else name,
+    fig = plot_gamma_comparison(table, pair=probe[0], answers=probe[1], x=axis,
+                                x_name="γ" if axis == "init.gamma" else name,
                                 xlabel=axis, dots="seed" if seed_axis else "run",
-                                title=f"P1 Fig. 2 over {axis}: held-out pair (4,3), {KEYS_NAMES[keys]} "
+                                title=f"P1 Fig. 2 over {axis}: held-out pair {probe[0]}, {KEYS_NAMES[keys]} "
                                       f"({'best' if use_best_epoch else 'final'} evaluation)")
     return save_figure(fig, table, out, "p1-fig2")
 
@@ -111,7 +115,7 @@ def _lr_wd_rows(sweep_dir: Path) -> tuple[list[dict[str, Any]], str]:
     return rows, settings.pop()
 
 
-@figure("p1-fig14", "sweep", "P1 Fig. 14: inferential accuracy on (4,3) over peak LR × weight decay")
+@figure("p1-fig14", "sweep", "P1 Fig. 14: inferential accuracy on the held-out pair over peak LR × weight decay")
 def p1_fig14(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = False, keys: str = "both") -> Path:
     """P1 Fig. 14 (App. E): inferential accuracy on (4,3), mean over seeds, over peak LR (y) × WD (x).
 
@@ -123,6 +127,8 @@ def p1_fig14(sweep_dir: str | Path, out: str | Path, use_best_epoch: bool = Fals
         rows = _with_best(rows, Path(sweep_dir), (*metrics, "seen_test_acc"))
     g = phase_grid(rows, x="weight_decay", y="peak_lr", metrics=metrics, use_best_epoch=use_best_epoch)
     tag = "" if keys == "both" else f", {KEYS_NAMES[keys]}"
-    fig = plot_phase_diagrams(g["xs"], g["ys"], {f"inferential (4,3) → x−10{tag}\n{setting}": g[metrics[0]]},
+    pair, answers = sweep_probe(Path(sweep_dir), rows)
+    fig = plot_phase_diagrams(g["xs"], g["ys"], {f"{reading_label('inferential', pair, answers)}{tag}\n{setting}":
+                                                 g[metrics[0]]},
                               g["mask"], xlabel="weight decay", ylabel="peak learning rate")
     return _save_grid(fig, g, metrics, Path(out), "p1-fig14", lambda xv, yv: {"peak_lr": yv, "weight_decay": xv})

@@ -105,7 +105,9 @@ def convergence_step(hist: list[dict[str, Any]], level: float) -> float:
 @figure("p1-fig7", "runs", "P1 Fig. 7: PrOntoQA data size vs convergence step (train True/False acc >= level) and "
         "final True/False test accuracy, one line per (γ, weight decay)")
 def p1_fig7(runs: list[Path], out: Path, level: float = 0.99) -> Path:
-    groups: dict[tuple[float, float], dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    # (γ, wd) -> data size -> per run (convergence step, test accuracy, last step)
+    groups: dict[tuple[float, float], dict[int, list[tuple[float, float, int]]]] = \
+        defaultdict(lambda: defaultdict(list))
     rows = []
     for cfg, hist, d in _runs(runs, "p1-fig7"):
         key, n = (cfg.init.gamma, cfg.train.weight_decay), cfg.data.n_prontoqa

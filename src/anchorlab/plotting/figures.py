@@ -13,7 +13,8 @@ from matplotlib.ticker import MaxNLocator
 from anchorlab.plotting.style import COLORS, plt, style
 
 
-def plot_unseen_over_training(curves: Sequence[dict[str, Any]], title: str = "") -> Figure:
+def plot_unseen_over_training(curves: Sequence[dict[str, Any]], title: str = "", pair: str = "(4,3)",
+                              answers: Answers = ("x−10", "x−6")) -> Figure:
     """Held-out-pair accuracy over training, one panel per γ, one line per seed.
 
     Each curve: ``{"gamma", "std", "seed", "epoch": [...], "inferential": [...], "symmetric": [...],
@@ -27,9 +28,9 @@ def plot_unseen_over_training(curves: Sequence[dict[str, Any]], title: str = "")
             for i, c in enumerate(group):
                 label = (lambda s: s) if i == 0 else (lambda s: None)
                 ax.plot(c["epoch"], c["inferential"], color=COLORS["inferential"], lw=1.4,
-                        label=label("inferential (4,3)→x−10"))
+                        label=label(reading_label("inferential", pair, answers, "→")))
                 ax.plot(c["epoch"], c["symmetric"], color=COLORS["symmetric"], lw=1.4,
-                        label=label("symmetric (4,3)→x−6"))
+                        label=label(reading_label("symmetric", pair, answers, "→")))
                 ax.plot(c["epoch"], c["seen_test"], color=COLORS["seen_test"], lw=1.0, ls="--",
                         label=label("seen pairs, test keys"))
             name = f"{group[0]['init']} init: " if group[0].get("init") else ""
@@ -48,16 +49,27 @@ def plot_unseen_over_training(curves: Sequence[dict[str, Any]], title: str = "")
 SEED_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
 
 
-def _probe_kinds(pair: str, lw: float, lw_seen: float) -> tuple[tuple[str, str, float, str], ...]:
+Answers = tuple[str, str] | None  # a held-out pair's (inferential, symmetric) answers, e.g. ("x−10", "x−6")
+
+
+def reading_label(kind: str, pair: str, answers: Answers, sep: str = " → ") -> str:
+    """ "inferential (4,3) → x−10": a reading of the held-out pair, with its answer where one is common to the
+    runs drawn (``answers``)."""
+    if answers is None:
+        return f"{kind} {pair}"
+    return f"{kind} {pair}{sep}{answers[0] if kind == 'inferential' else answers[1]}"
+
+
+def _probe_kinds(pair: str, lw: float, lw_seen: float,
+                 answers: Answers = None) -> tuple[tuple[str, str, float, str], ...]:
     """The three curves of a held-out-pair panel: (key, line style, width, legend label)."""
-    arrow = pair == "(4,3)"
-    return (("inferential", "-", lw, f"inferential {pair} → x−10" if arrow else f"inferential {pair}"),
-            ("symmetric", "--", lw, f"symmetric {pair} → x−6" if arrow else f"symmetric {pair}"),
+    return (("inferential", "-", lw, reading_label("inferential", pair, answers)),
+            ("symmetric", "--", lw, reading_label("symmetric", pair, answers)),
             ("seen_test", "-.", lw_seen, "seen pairs, test keys"))
 
 
 def plot_probe_curves(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", threshold: float = 0.9,
-                      title: str = "") -> Figure:
+                      title: str = "", answers: Answers = None) -> Figure:
     """Held-out-pair accuracy against epoch for every run: one panel per group (in order of first appearance),
     one line per run within it. The kind of answer is colour and line style (inferential solid, symmetric
     dashed, seen pairs' test keys dash-dot grey), the run is the marker; ``threshold`` is a thin black line.
@@ -68,7 +80,7 @@ def plot_probe_curves(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", thr
     groups = list(dict.fromkeys(c["group"] for c in curves))
     losses = any("loss" in c for c in curves)
     labels = list(dict.fromkeys(c["label"] for c in curves))
-    kinds = _probe_kinds(pair, 1.4, 1.0)
+    kinds = _probe_kinds(pair, 1.4, 1.0, answers)
     with style():
         fig, axes = plt.subplots(2 if losses else 1, len(groups), figsize=(max(3.6 * len(groups), 6.4),
                                  5.3 if losses else 3.4), sharey="row", sharex="col", squeeze=False,
@@ -119,12 +131,12 @@ LOSS_COLOR = "#8e6bb0"  # the training loss on a panel's right axis (apart from 
 
 
 def plot_probe_grid(curves: Sequence[dict[str, Any]], pair: str = "(4,3)", threshold: float = 0.9,
-                    title: str = "", ncols: int = 4) -> Figure:
+                    title: str = "", ncols: int = 4, answers: Answers = None) -> Figure:
     """Held-out-pair accuracy against epoch, one small panel per run (the curves of :func:`plot_probe_curves`,
     each titled ``group`` and ``label``), ``ncols`` panels a row, shared axes. Where a curve carries ``"loss"``
     its training loss per epoch is a thin line (:data:`LOSS_COLOR`) on a log scale on the panel's right axis, so
     that a loss spike stands right under the change in the answer it brings."""
-    kinds = _probe_kinds(pair, 1.3, 0.9)
+    kinds = _probe_kinds(pair, 1.3, 0.9, answers)
     losses = any(c.get("loss") for c in curves)
     # title lines every panel shares (the model, a γ common to all) go once into the figure's title
     lines = [c["group"].split("\n") for c in curves]
@@ -220,7 +232,8 @@ def plot_phase_diagrams(xs: Sequence[Any], ys: Sequence[Any], grids: dict[str, A
 
 def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", title: str = "", x: str = "gamma",
                           x_name: str = "γ", xlabel: str = "γ  (std = d_in^−γ: larger γ = smaller initialization)",
-                          dots: str = "seed", spread: Sequence[dict[str, Any]] | None = None) -> Figure:
+                          dots: str = "seed", spread: Sequence[dict[str, Any]] | None = None,
+                          answers: Answers = None) -> Figure:
     """P1's contrast in one picture: per γ (ascending; with several models, per model and γ) the fraction of
     held-out-pair inputs answered inferentially and symmetrically, one dot per seed, a bar at the mean.
 
@@ -235,12 +248,12 @@ def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", t
     cats = sorted({(r.get("model", ""), r[x]) for r in rows}, key=lambda c: (models.index(c[0]), c[1]))
     with style():
         fig, ax = plt.subplots(figsize=(max(3.0, 1.1 * len(cats) + 1.2) + 2.6, 3.0))
-        for key, dx, answer in (("inferential", -0.17, "x−10"), ("symmetric", 0.17, "x−6")):
+        for key, dx in (("inferential", -0.17), ("symmetric", 0.17)):
             for i, cat in enumerate(cats):
                 group = [r for r in rows if (r.get("model", ""), r[x]) == cat]
                 vals = [float(r[key]) for r in group]
                 jitter = np.linspace(-0.05, 0.05, len(vals)) if len(vals) > 1 else np.zeros(1)
-                name = f"{key} ({pair} → {answer})" if pair == "(4,3)" else f"{key} ({pair})"
+                name = reading_label(key, pair, answers)
                 done = np.array([r.get("status", "done") != "unfinished" for r in group])
                 ax.scatter((i + dx + jitter)[done], np.array(vals)[done], s=24, color=COLORS[key],
                            edgecolors="white", linewidths=0.5, zorder=3,
@@ -277,7 +290,8 @@ def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", t
     return fig
 
 
-def plot_fit_speed(rows: Sequence[dict[str, Any]], loss_threshold: float, pair: str = "(4,3)") -> Figure:
+def plot_fit_speed(rows: Sequence[dict[str, Any]], loss_threshold: float, pair: str = "(4,3)",
+                   answers: Answers = None) -> Figure:
     """Panels sharing x: the held-out pair's inferential (left) and symmetric (middle) accuracy of each run
     against its fit epoch (first epoch with mean training loss < ``loss_threshold``), and, where any run has
     it, the early ratio (right, log scale: inferential over seen-pair test accuracy at the early evaluation;
@@ -298,8 +312,8 @@ def plot_fit_speed(rows: Sequence[dict[str, Any]], loss_threshold: float, pair: 
     edge = max([*fitted, *(r["last_trained_epoch"] for r in rows if r["fit_epoch"] is None)]) + 2
     early = [r for r in rows if r.get("early_ratio") is not None]
     floor = 0.01  # a ratio of 0 (no inferential answer at all) is drawn at the floor of the log axis
-    panels = [("inferential", f"inferential {pair}" + (" → x−10" if pair == "(4,3)" else ""), (-0.04, 1.04)),
-              ("symmetric", f"symmetric {pair}" + (" → x−6" if pair == "(4,3)" else ""), (-0.04, 1.04))]
+    panels = [("inferential", reading_label("inferential", pair, answers), (-0.04, 1.04)),
+              ("symmetric", reading_label("symmetric", pair, answers), (-0.04, 1.04))]
     if early:
         top = max(2.0, *(float(r["early_ratio"]) for r in early)) * 1.5
         panels.append(("early_ratio", f"at epoch {early[0]['early_epoch']}: inferential {pair}\n"
