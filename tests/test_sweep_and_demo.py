@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -225,7 +226,9 @@ def test_collect_reads_a_folder_of_train_runs_with_the_fields_they_differ_in(tmp
     assert main(["sweep", spec, "--out", str(tmp_path / "sw"), "--backend", "local"]) == 0
     assert main(["collect", str(tmp_path / "sw"), str(folder / "a"), "--out", str(tmp_path / "all.csv")]) == 0
     mixed = list(csv.DictReader(open(tmp_path / "all.csv")))
-    assert [r["run_dir"] for r in mixed] == ["", "", str(folder / "a")] and "wrote" in capsys.readouterr().out
+    sweep_runs = [str(tmp_path / "sw" / r["run_id"]) for r in mixed[:2]]  # each row says where its run is
+    assert [r["run_dir"] for r in mixed] == [*sweep_runs, str(folder / "a")] and "wrote" in capsys.readouterr().out
+    assert all(Path(d, "config.json").is_file() for d in sweep_runs)
     (folder / "summary.csv").unlink()
     assert main(["collect", str(folder / "c")]) == 0  # one run: its table beside it, not among its files
     assert [r["run_id"] for r in csv.DictReader(open(folder / "summary.csv"))] == ["c"]

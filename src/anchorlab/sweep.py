@@ -385,15 +385,16 @@ def collect(sweep_dir: str | Path) -> list[dict[str, Any]]:
 
 def collect_sources(sources: Sequence[str | Path]) -> list[dict[str, Any]]:
     """:func:`collect` for any mix of sweep directories, folders of runs (such as ``runs/``) and run
-    directories: a sweep's runs as :func:`collect` gives them; every other run (read from its ``config.json``)
-    with its directory name as ``run_id``, its path as ``run_dir``, and as coordinates the config fields in
-    which these other runs differ (:func:`~anchorlab.config_tools.varied_fields`; e.g. ``init.gamma``,
-    ``train.weight_decay``). A directory that is none of these is a :class:`ConfigError` naming it."""
+    directories: a sweep's runs as :func:`collect` gives them, with their paths as ``run_dir``; every other run
+    (read from its ``config.json``) with its directory name as ``run_id``, its path as ``run_dir``, and as
+    coordinates the config fields in which these other runs differ
+    (:func:`~anchorlab.config_tools.varied_fields`; e.g. ``init.gamma``, ``train.weight_decay``). A directory
+    that is none of these is a :class:`ConfigError` naming it."""
     rows: list[dict[str, Any]] = []
     plain: list[Path] = []
     for s in map(Path, sources):
-        if (s / MANIFEST).is_file():
-            rows += collect(s)
+        if (s / MANIFEST).is_file():  # its runs' paths too: rows of several sources stay told apart
+            rows += [{"run_id": r["run_id"], "run_dir": str(s / r["run_id"]), **r} for r in collect(s)]
             continue
         found = [d for d in run_dirs([s]) if (d / rundir.CONFIG).is_file()]
         if not found:
