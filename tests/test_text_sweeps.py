@@ -228,7 +228,7 @@ def test_lm_sweep_runs_resumes_collects_and_draws(tmp_path, capsys):
     assert [(d / rundir.SUMMARY).read_text() for d in dirs] == before  # finished runs are not run again
     assert main(["collect", str(out)]) == 0
     csv = (out / "summary.csv").read_text().splitlines()
-    assert csv[0].startswith("run_id,init.gamma,status") and "test_acc_prontoqa" in csv[0] and len(csv) == 3
+    assert csv[0].startswith("run_id,run_dir,init.gamma,status") and "test_acc_prontoqa" in csv[0] and len(csv) == 3
     assert main(["figure", "p2-fig7a", str(out), "--out", str(tmp_path / "fig")]) == 0
     rows = (tmp_path / "fig" / "p2-fig7a.csv").read_text()
     assert all(str(d) in rows for d in dirs)
