@@ -73,7 +73,7 @@ def test_a_running_run_shows_the_time_left_at_its_current_sessions_pace(tmp_path
         table = format_table([row])
     assert row["status"] == "running" and abs(row["eta_s"] - 70 * 60) < 1e-6
     assert table.splitlines()[0].split()[-1] == "left" and table.splitlines()[1].split()[-1] == "1h10m"
-    assert table.splitlines()[-1] == "1 runs: 1 running"
+    assert table.splitlines()[-1] == "1 run: 1 running"
 
 
 def test_the_pace_leaves_out_a_pause_and_the_table_shows_the_sessions_threads(tmp_path):
@@ -140,3 +140,9 @@ def test_the_pace_keeps_evaluation_epochs_and_leaves_out_a_pause_shorter_than_th
         points.append((t, 370 * i))
     kept = [m for m in minutes if m < 20]
     assert abs(_pace(points) - 370 * len(kept) / (60 * sum(kept))) < 1e-12
+
+
+def test_time_left_under_a_minute_is_not_zero():
+    from anchorlab.status import _duration
+
+    assert (_duration(20), _duration(45 * 60), _duration(3 * 3600 + 7 * 60)) == ("<1m", "45m", "3h07m")

@@ -119,6 +119,8 @@ def _pace(points: list[tuple[float, int]]) -> float | None:
 
 def _duration(seconds: float) -> str:
     minutes = round(seconds / 60)
+    if minutes == 0:  # a run about to finish is not "0m" away
+        return "<1m"
     return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
 
 
@@ -165,5 +167,5 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
              .rstrip() for line in cells]
     counts = {s: sum(r["status"] == s for r in rows) for s in STATES}
-    lines.append(f"{len(rows)} runs: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    lines.append(f"{len(rows)} run{'s' * (len(rows) != 1)}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
     return "\n".join(lines)
