@@ -90,8 +90,12 @@ def plot_fig4(A: Sequence[tuple[str, np.ndarray, Sequence[int]]], centred_P: Map
     with style():
         fig = plt.figure(figsize=(11.5, 5.6))
         gs = fig.add_gridspec(2, max(4, len(A)))
+        heat_axes, im = [], None
         for k, (t, C, ticks) in enumerate(A):
-            _heat(fig.add_subplot(gs[0, k]), C, ticks, t)
+            heat_axes.append(fig.add_subplot(gs[0, k]))
+            im = _heat(heat_axes[-1], C, ticks, t)
+        if im is not None:  # the (A) panels share the fixed [-1, 1] scale: one bar for them
+            fig.colorbar(im, cax=heat_axes[-1].inset_axes((1.04, 0.0, 0.05, 1.0)), label="cosine")
         ax = fig.add_subplot(gs[1, :2])
         lo, hi = label_range
         for i, (s, p) in enumerate(centred_P.items()):
