@@ -45,7 +45,7 @@ def test_2x2_sweep_equals_plain_training_and_reports_failures(tmp_path, backend,
     assert_same_numbers(results[:2] + results[3:], reference)
 
 
-def test_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path):
+def test_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path, capsys):
     jobs, reference = grid_2x2(tmp_path)
     (cfg0, d0), (cfg1, d1) = jobs[0], jobs[1]
     train(cfg0, d0, show_progress=False)  # finished before the interruption
@@ -60,6 +60,7 @@ def test_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path):
     start_mtime = rundir.checkpoint_path(d1, 0).stat().st_mtime_ns  # written only when a run starts afresh
 
     results = run_all(jobs, backend="local", show_progress=False)
+    assert "4 runs: 1 done, 3 to train (1 resumes from its last epoch)" in capsys.readouterr().out
     assert (d0 / rundir.SUMMARY).stat().st_mtime_ns == done_mtime  # not trained again
     assert results[0].summary == rundir.read_json(d0 / rundir.SUMMARY)
     assert rundir.checkpoint_path(d1, 0).stat().st_mtime_ns == start_mtime  # resumed, not restarted

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from anchorlab import kinds
+from anchorlab import kinds, rundir
 from anchorlab.backends import BACKENDS
 from anchorlab.backends import ray as ray_backend
 from anchorlab.backends.common import Job, RunResult, SweepProgress, split_done
@@ -43,8 +43,10 @@ def run_all(jobs: Sequence[tuple[Any, str | Path]], workers: int = 1, show_progr
     results, todo_idx = split_done(todo_jobs)
     todo = [todo_jobs[i] for i in todo_idx]
     n_refused = sum(r is not None and r.error is not None for r in results)
+    resumed = sum((d / rundir.CONFIG).exists() for _, d in todo)  # started before: --dry-run's "partial"
     print(f"{len(todo_jobs)} runs: {len(todo_jobs) - len(todo) - n_refused} done, {len(todo)} to train"
-          + (f", {n_refused} refused" if n_refused else ""), flush=True)
+          + (f" ({resumed} resume{'s' * (resumed == 1)} from {'its' if resumed == 1 else 'their'} last epoch)"
+             if resumed else "") + (f", {n_refused} refused" if n_refused else ""), flush=True)
     to_train = set(todo_idx)
     # finished runs fill their part of the bar; one whose total only its data can tell is left out of it
     steps_before = sum(c.total_steps() or 0 for i, (c, _) in enumerate(todo_jobs) if i not in to_train)
@@ -114,7 +116,6 @@ def check_devices(jobs: Sequence[tuple[Any, Path]]) -> None:
     """That this machine has the ``train.device`` of every (config, run directory) job not yet done, before
     anything is written (:func:`anchorlab.cpu.check_device`): for runs that train in this process or its
     workers, not on a Ray cluster, whose machines may have what this one lacks."""
-    from anchorlab import rundir
     from anchorlab.cpu import check_device
 
     # only the anchor-task kind (P1, P2) takes "auto"
