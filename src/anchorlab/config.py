@@ -112,11 +112,10 @@ class CompositeTaskConfig:
         check(len(pair) == 2 and pair[0] in anchors and pair[1] in anchors, "task.probe_pair",
                f"an [a1, a2] pair with a1, a2 in the anchor set {sorted(anchors)}")
         check(self.probe_pair in self.held_out, "task.probe_pair", f"one of task.held_out {list(self.held_out)}")
-        shift = dict(zip(self.anchors, self.shifts))
         a1, a2 = pair
-        special = {(t[0], t[1]): t[2] for t in self.non_inferential}
+        shift = dict(zip(self.anchors, self.shifts))
         composed = shift[a1] + shift[a2]
-        check(special.get((a2, a1), shift[a2] + shift[a1]) != composed, "task.probe_pair",
+        check(self._shift_of(a2, a1) != composed, "task.probe_pair",
               f"a pair whose two readings differ: for {tuple(pair)} the inferential answer (shift {composed:+d}) "
               f"and the symmetric one (the reversed pair ({a2},{a1})'s) are the same, so the two accuracies would "
               "be one number; hold out a pair whose reverse is listed in task.non_inferential")
@@ -136,10 +135,13 @@ class CompositeTaskConfig:
                               / (n_pairs * (self.test_key_weight + self.train_key_weight)))
         return per_group * (n_pairs - len({tuple(p) for p in self.held_out}))
 
-    def _pair_shifts(self) -> list[int]:
+    def _shift_of(self, a1: int, a2: int) -> int:
+        """The designated label shift of the pair (a1, a2): its non-inferential rule, else the composition."""
         d = dict(zip(self.anchors, self.shifts))
-        special = {(t[0], t[1]): t[2] for t in self.non_inferential}
-        return [special.get((a, b), d[a] + d[b]) for a in self.anchors for b in self.anchors]
+        return next((t[2] for t in self.non_inferential if (t[0], t[1]) == (a1, a2)), d[a1] + d[a2])
+
+    def _pair_shifts(self) -> list[int]:
+        return [self._shift_of(a, b) for a in self.anchors for b in self.anchors]
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from anchorlab.backends.common import Job, RunResult, SweepProgress, split_done
 from anchorlab.backends.local import run_batched, run_in_process
 from anchorlab.backends.pool import run_pool
 from anchorlab.config import ConfigError
+from anchorlab.sweep import run_status
 
 
 def run_all(jobs: Sequence[tuple[Any, str | Path]], workers: int = 1, show_progress: bool = True,
@@ -43,7 +44,7 @@ def run_all(jobs: Sequence[tuple[Any, str | Path]], workers: int = 1, show_progr
     results, todo_idx = split_done(todo_jobs)
     todo = [todo_jobs[i] for i in todo_idx]
     n_refused = sum(r is not None and r.error is not None for r in results)
-    resumed = sum((d / rundir.CONFIG).exists() for _, d in todo)  # started before: --dry-run's "partial"
+    resumed = sum(run_status(d) == "partial" for _, d in todo)  # started before: as --dry-run counts them
     print(f"{len(todo_jobs)} runs: {len(todo_jobs) - len(todo) - n_refused} done, {len(todo)} to train"
           + (f" ({resumed} resume{'s' * (resumed == 1)} from {'its' if resumed == 1 else 'their'} last epoch)"
              if resumed else "") + (f", {n_refused} refused" if n_refused else ""), flush=True)

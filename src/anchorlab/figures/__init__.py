@@ -144,16 +144,17 @@ def draw(name: str, sources: Sequence[str | Path], out: str | Path, **options: A
             print(f"figure {name}: {note}", file=sys.stderr)
     if r.sources != "runs" and len(srcs) != 1:
         raise ConfigError(f"figure {name}: takes one {r.sources} directory, got {len(srcs)}")
-    if r.sources == "run" and srcs[0].is_dir() and not (srcs[0] / "config.json").is_file():
+    from anchorlab import rundir
+
+    if r.sources == "run" and srcs[0].is_dir() and not (srcs[0] / rundir.CONFIG).is_file():
         from anchorlab.sweep import MANIFEST
 
-        what = "a sweep directory: give one of its runs" if (srcs[0] / MANIFEST).is_file() else "no config.json"
+        what = "a sweep directory: give one of its runs" if (srcs[0] / MANIFEST).is_file() else f"no {rundir.CONFIG}"
         raise ConfigError(f"figure {name}: {srcs[0]} is not a run directory ({what})")
     for s in srcs:
         if not s.is_dir():
             raise ConfigError(f"figure {name}: source {s} is not a directory")
     _check_options(name, options)
-    from anchorlab import rundir
 
     for d, (step, source) in zip(srcs, at):
         kept = rundir.checkpoint_steps(d) if step is not None and (d / rundir.CKPT_DIR).is_dir() else []

@@ -363,7 +363,8 @@ def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_st
     keys reach ``composed``. CSV: one row per run and key (shares, the most frequent other answer)."""
     import torch
 
-    from anchorlab.analysis.answers import key_answers, probe_predictions, shift_name
+    from anchorlab.analysis.answers import key_answers, probe_predictions
+    from anchorlab.figures.logged import probe_columns
     from anchorlab.plotting.figures import plot_key_answers
     from anchorlab.tasks import make_task_data
     from anchorlab.tasks.composite import inferential_shift, symmetric_shift
@@ -379,7 +380,8 @@ def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_st
         keys, pred = probe_predictions(model, make_task_data(t, cfg.seeds.data_seed), t, amp)
         per_key = key_answers(keys, pred, inf, sym)
         n_ok = sum(r["inferential"] >= composed for r in per_key)
-        names = {"pair": f"({a1},{a2})", "inferential": shift_name(inf), "symmetric": shift_name(sym)}
+        c = probe_columns(cfg)
+        names = {"pair": c["pair"], "inferential": c["inferential_answer"], "symmetric": c["symmetric_answer"]}
         title = (f"{_label(cfg, d, at)}: inferential {float(np.mean(pred - keys == inf)):.3f}, symmetric "
                  f"{float(np.mean(pred - keys == sym)):.3f}; {n_ok} of {len(per_key)} keys composed (≥ {composed:g})")
         panels.append({**names, "title": title, "rows": per_key})
