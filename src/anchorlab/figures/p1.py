@@ -98,6 +98,7 @@ RUN_FIGURES: dict[str, Callable[[RunConfig], str | None]] = {
     "p1-fig5": _needs_gpt,
     "p1-fig12": lambda cfg: None,
     "p1-fig13": lambda cfg: None,
+    "p1-attribution": _needs_composite_probe,
     "p1-keys": lambda cfg: None if cfg.task.name == "composite" else f"needs the composite task (P1), not "
                                                                     f"{cfg.task.name!r}",
 }
@@ -389,6 +390,48 @@ def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_st
                   "pair": names["pair"], **r} for r in per_key]
     fig = plot_key_answers(panels)
     return save_figure(fig, rows, Path(out), "p1-keys")
+
+
+@figure("p1-attribution", "runs", "Direct logit attribution of the held-out pair: what each part (embeddings, each "
+        "attention and MLP output, each LayerNorm bias) adds to logit(inferential) − logit(symmetric), key by key, "
+        "one panel per run; and the logit lens")
+def p1_attribution(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_steps: RunSteps = None,
+                   heads: bool = False) -> Path:
+    """Not a figure of P1: which component writes the held-out pair's answer. For every key, the probe input of the
+    pair in the authors' Fig. 3 template, run in fp32; the unembedding's input at the last position split by the
+    component that wrote it, through each post-LN LayerNorm with its scale frozen
+    (:func:`~anchorlab.analysis.attribution.decompose_resid`), and each part's direct effect on the logit
+    difference inferential − symmetric answer (the parts sum to it). ``heads`` splits attention outputs by head.
+    The title adds the logit lens: the share of keys each block's output, read by the unembedding, answers
+    inferentially / symmetrically. CSV: one row per run, part and key, and one per run and lens layer."""
+    from anchorlab.analysis.attribution import held_out_attribution
+    from anchorlab.figures.logged import probe_columns
+    from anchorlab.plotting.mechanisms import plot_logit_attribution
+
+    if not isinstance(heads, bool):
+        raise ConfigError(f"figure p1-attribution: option heads: true or false, got {heads!r}")
+    panels, rows = [], []
+    for d, model, cfg, at in _load_runs("p1-attribution", run_dirs, step, run_steps):
+        r = held_out_attribution(model, cfg.task, heads=heads)
+        answer = r["answer"]
+        kinds = np.where(answer == r["inferential"], "inferential",
+                         np.where(answer == r["symmetric"], "symmetric", "other"))
+        c = probe_columns(cfg)
+        lens = " · ".join(f"{i + 1}: {a:.2f}/{b:.2f}" for i, (a, b) in
+                          enumerate(zip(r["lens_inferential"], r["lens_symmetric"])))
+        title = (f"{_label(cfg, d, at)}\n{c['pair']} in fp32: inferential {np.mean(kinds == 'inferential'):.2f}, "
+                 f"symmetric {np.mean(kinds == 'symmetric'):.2f} of {len(kinds)} keys\n"
+                 f"logit lens after block (inf/sym) {lens}")
+        parts = list(r["attrs"])
+        panels.append({"parts": parts, "values": np.stack([r["attrs"][p] for p in parts]), "kinds": kinds,
+                       "title": title})
+        base = {"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed, "pair": c["pair"]}
+        rows += [{**base, "kind": "attribution", "part": p, "key": int(k), "answer": kind, "value": float(v)}
+                 for p in parts for k, kind, v in zip(r["keys"], kinds, r["attrs"][p])]
+        rows += [{**base, "kind": "lens", "layer": i, "inferential": float(a), "symmetric": float(b)}
+                 for i, (a, b) in enumerate(zip(r["lens_inferential"], r["lens_symmetric"]))]
+    fig = plot_logit_attribution(panels)
+    return save_figure(fig, rows, Path(out), "p1-attribution")
 
 
 @figure("p1-readouts", "runs", "P1 mechanism readouts over training (logged, or from kept checkpoints): the held-out "

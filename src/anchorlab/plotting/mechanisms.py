@@ -350,3 +350,39 @@ def plot_readouts(runs: Sequence[Sequence[Mapping[str, Any]]], pair: str = "(4,3
         fig.tight_layout(rect=(0, 0, 1 - 2.2 / 17.0, 1))
     return fig
 
+
+
+def plot_logit_attribution(panels: Sequence[Mapping[str, Any]]) -> Figure:
+    """Direct logit attribution of the held-out pair, one panel per run (``p1-attribution``): a row per part
+    (top: the first written), each key's contribution to logit(inferential) − logit(symmetric) as a dot coloured
+    by the answer the model gives that key (inferential, symmetric, other: grey), the mean over keys as a bar.
+    Each panel: ``{"parts": [label], "values": [n_parts, N], "kinds": [N] of "inferential" | "symmetric" |
+    "other", "title"}``."""
+    n = len(panels)
+    height = max(3.2, 0.32 * max(len(p["parts"]) for p in panels) + 1.6)
+    with style():
+        fig, axes = plt.subplots(1, n, figsize=(4.6 * n + 0.6, height), squeeze=False, sharey=False)
+        rng = np.random.default_rng(0)
+        for ax, p in zip(axes[0], panels):
+            values = np.asarray(p["values"], dtype=np.float64)
+            kinds = np.asarray(p["kinds"])
+            ys = np.arange(len(p["parts"]))[::-1]
+            ax.barh(ys, values.mean(axis=1), height=0.6, color="0.85", edgecolor="0.5", lw=0.6, zorder=1)
+            for kind in ("other", "symmetric", "inferential"):
+                pick = kinds == kind
+                if pick.any():
+                    for y, row in zip(ys, values):
+                        jitter = rng.uniform(-0.22, 0.22, pick.sum())
+                        ax.scatter(row[pick], y + jitter, s=6, alpha=0.55, lw=0, zorder=2,
+                                   color=COLORS.get(kind, "0.55"))
+            ax.axvline(0, color="0.3", lw=0.8, zorder=1.5)
+            ax.set_yticks(ys, p["parts"], fontsize=8)
+            ax.set_xlabel("contribution to logit(inferential) − logit(symmetric)")
+            ax.set_title(p["title"], fontsize=8.5)
+            ax.grid(axis="y", visible=False)
+        handles: list[Any] = [Line2D([], [], ls="", marker="o", ms=5, color=COLORS.get(k, "0.55"),
+                                     label=f"key answered {k}") for k in ("inferential", "symmetric", "other")]
+        handles.append(Rectangle((0, 0), 1, 1, facecolor="0.85", edgecolor="0.5", lw=0.6, label="mean over keys"))
+        fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig

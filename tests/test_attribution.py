@@ -1,0 +1,135 @@
+"""Direct logit attribution and the logit lens (analysis.attribution): the parts add up to what the model computed,
+for post-LN, pre-LN and no-LN models, and each part is what its component wrote."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from anchorlab.analysis.attribution import (
+    attribution_hooks,
+    decompose_resid,
+    held_out_attribution,
+    logit_attrs,
+    logit_lens,
+)
+from anchorlab.config import CompositeTaskConfig, ConfigError, InitConfig, ModelConfig
+from anchorlab.init import apply_init
+from anchorlab.models import build_model
+from anchorlab.models.hooks import run_with_cache
+
+V = 50
+
+
+def model_of(norm: str, n_heads: int = 2) -> torch.nn.Module:
+    m = build_model(ModelConfig(d_model=32, n_heads=n_heads, d_head=8, d_mlp=64, n_layers=2, n_ctx=9, norm=norm), V)
+    apply_init(m, InitConfig(gamma=0.3), torch.Generator().manual_seed(0))
+    with torch.no_grad():  # non-trivial LayerNorm weights and biases, so that each enters the check
+        g = torch.Generator().manual_seed(1)
+        for name, p in m.named_parameters():
+            if name.endswith((".w", ".b", "b_U")):
+                p.add_(0.3 * torch.randn(p.shape, generator=g))
+    return m.eval()
+
+
+@pytest.mark.parametrize("norm", ["post", "pre", "none"])
+@pytest.mark.parametrize("heads", [False, True])
+def test_parts_sum_to_the_unembedding_input_and_the_logit_difference(norm, heads):
+    m = model_of(norm)
+    x = torch.randint(0, V, (6, 9), generator=torch.Generator().manual_seed(2))
+    logits, cache = run_with_cache(m, x, names=attribution_hooks(m, heads))
+    parts = decompose_resid(m, cache, heads=heads)
+    stream = sum(parts.values())
+    if norm == "pre":  # the unembedding reads ln_final(resid_post)
+        resid = cache["blocks.1.hook_resid_post"][:, -1]
+        expected = torch.nn.functional.layer_norm(resid, (32,), m.ln_final.w, m.ln_final.b, m.ln_final.eps)
+    else:
+        expected = cache["blocks.1.hook_resid_post"][:, -1]
+    torch.testing.assert_close(stream.float(), expected, atol=2e-5, rtol=1e-5)
+    correct, wrong = torch.arange(6), torch.full((6,), 7)
+    attrs = logit_attrs(m, parts, correct, wrong)
+    diff = logits[:, -1].gather(1, correct[:, None])[:, 0] - logits[:, -1, 7]
+    torch.testing.assert_close(sum(attrs.values()).float(), diff, atol=5e-5, rtol=1e-5)
+    one = logit_attrs(m, parts, 3)  # one token for every input: the logit itself, b_U included
+    torch.testing.assert_close(sum(one.values()).float(), logits[:, -1, 3], atol=5e-5, rtol=1e-5)
+    expected_labels = {"post": ["0_ln1_b", "0_ln2_b", "1_ln1_b", "1_ln2_b"], "pre": ["ln_final_b"], "none": []}[norm]
+    attn = ["L0H0", "L0H1", "L1H0", "L1H1"] if heads else ["0_attn_out", "1_attn_out"]
+    assert sorted(parts) == sorted(["embed", "pos_embed", "0_mlp_out", "1_mlp_out", *attn, *expected_labels])
+    assert list(attrs)[-1] == "b_U"
+
+
+def test_each_part_is_what_its_component_wrote():
+    """Without LayerNorm a part is its component's output verbatim; the heads of a layer add up to its attention
+    output; a component that writes nothing gets nothing, through every frozen LayerNorm of a post-LN model."""
+    x = torch.randint(0, V, (4, 9), generator=torch.Generator().manual_seed(3))
+    m = model_of("none")
+    _, cache = run_with_cache(m, x)
+    parts = decompose_resid(m, cache)
+    torch.testing.assert_close(parts["1_mlp_out"].float(), cache["blocks.1.mlp.hook_mlp_out"][:, -1])
+    torch.testing.assert_close(parts["embed"].float(), cache["hook_embed"][:, -1])
+    per_head = decompose_resid(m, cache, heads=True)
+    torch.testing.assert_close(per_head["L0H0"] + per_head["L0H1"], parts["0_attn_out"], atol=1e-5, rtol=1e-5)
+
+    post = model_of("post")
+    with torch.no_grad():
+        post.blocks[0].mlp.W_out.zero_()
+    _, cache = run_with_cache(post, x, names=attribution_hooks(post))
+    parts = decompose_resid(post, cache)
+    assert parts["0_mlp_out"].abs().max() == 0 and parts["0_attn_out"].abs().max() > 0.01
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_the_logit_lens_ends_at_the_logits(norm):
+    m = model_of(norm)
+    x = torch.randint(0, V, (5, 9), generator=torch.Generator().manual_seed(4))
+    logits, cache = run_with_cache(m, x)
+    lens = logit_lens(m, cache)
+    assert lens.shape == (2, 5, V)
+    torch.testing.assert_close(lens[-1].float(), logits[:, -1], atol=5e-5, rtol=1e-5)
+    if norm == "post":  # block 0 ends in its LayerNorm: the unembedding reads it as it is
+        resid0 = cache["blocks.0.hook_resid_post"][:, -1]
+        torch.testing.assert_close(lens[0].float(), resid0 @ m.unembed.W_U + m.unembed.b_U, atol=5e-5, rtol=1e-5)
+
+
+def test_a_cache_without_the_parts_or_another_model_is_one_clear_error():
+    m = model_of("post")
+    _, cache = run_with_cache(m, torch.zeros(1, 9, dtype=torch.long), names="hook_embed")
+    with pytest.raises(KeyError, match="attribution_hooks"):
+        decompose_resid(m, cache)
+    with pytest.raises(KeyError, match="hook_resid_post"):
+        logit_lens(m, cache)
+    with pytest.raises(TypeError, match="not anchorlab's GPT"):
+        decompose_resid(torch.nn.Linear(2, 2), cache)
+
+
+def test_held_out_attribution_reads_the_probe_pair():
+    task = CompositeTaskConfig()
+    m = build_model(ModelConfig(d_model=32, n_heads=1, d_head=16, d_mlp=64, n_layers=2, n_ctx=9), task.vocab_size)
+    apply_init(m, InitConfig(gamma=0.3), torch.Generator().manual_seed(0))
+    r = held_out_attribution(m.eval(), task)
+    n = task.key_max - task.key_min + 1
+    assert (r["inferential"], r["symmetric"]) == (-10, -6) and len(r["keys"]) == n
+    total = sum(r["attrs"].values())
+    assert abs(total - r["logit_diff"]).max() < 1e-4
+    # the lens's last layer is the model's answer
+    assert r["lens_inferential"][-1] == pytest.approx((r["answer"] == -10).mean())
+    assert r["lens_symmetric"][-1] == pytest.approx((r["answer"] == -6).mean())
+
+
+def test_attribution_figure_draws_and_checks_its_option(tmp_path):
+    import csv
+
+    from anchorlab.figures import draw
+    from anchorlab.train import train
+    from tests.conftest import tiny_config
+
+    run = tmp_path / "run"
+    train(tiny_config(**{"train.epochs": 1}), run, show_progress=False)
+    draw("p1-attribution", [run], tmp_path / "f", heads=True)
+    rows = list(csv.DictReader(open(tmp_path / "f" / "p1-attribution.csv")))
+    assert (tmp_path / "f" / "p1-attribution.png").stat().st_size > 10_000
+    attribution = [r for r in rows if r["kind"] == "attribution"]
+    assert {r["part"] for r in attribution} >= {"L0H0", "L1H0", "b_U", "1_mlp_out"}
+    assert [int(r["layer"]) for r in rows if r["kind"] == "lens"] == [0, 1]
+    with pytest.raises(ConfigError, match="heads"):
+        draw("p1-attribution", [run], tmp_path / "g", heads="yes")
