@@ -68,6 +68,21 @@ def test_config_prints_toml_that_reads_back_and_the_std_table(tmp_path, capsys):
         lm = config_text(lm_toml[0])
         assert "not available" in lm and tomllib.loads(lm)["data"]
     assert main(["config", "--set", "init.gamma=-1"]) == 2
+    assert "does not use it" not in out  # the Transformer uses every model field
+
+
+def test_config_of_the_emb_mlp_marks_the_transformer_only_fields(tmp_path):
+    """P2's Emb-MLP reads d_model, d_mlp and act: the other model fields are marked on their lines, and the text
+    still reads back to the same config (a value set by hand included)."""
+    from anchorlab.config import EMB_MLP_FIELDS
+
+    base, sets = Path(__file__).parents[1] / "configs" / "p2" / "emb_mlp_demo.toml", ["model.n_heads=4"]
+    text = config_text(base, sets)
+    marked = {line.split(" = ")[0] for line in text.splitlines() if line.endswith("the Emb-MLP does not use it")}
+    assert marked == {"n_heads", "d_head", "n_layers", "n_ctx", "norm", "ln_eps"}
+    assert not marked & set(EMB_MLP_FIELDS)
+    (tmp_path / "c.toml").write_text(text)
+    assert load_config(tmp_path / "c.toml") == load_config(base, sets)
 
 
 def test_fig2_over_one_axis_and_its_one_line_refusal(gamma_sweep, tmp_path, capsys):

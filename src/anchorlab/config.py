@@ -243,7 +243,7 @@ TASK_CONFIGS: dict[str, type] = {"composite": CompositeTaskConfig, "mem_rsn": Me
 class ModelConfig:
     """Decoder-only Transformer (P1 eq. 3-6, App. A). Defaults are P1's paper sizes (2,732,201 parameters)."""
 
-    name: Literal["gpt", "emb_mlp"] = "gpt"  # "emb_mlp": P2's Emb-MLP (uses d_model, d_mlp, act only)
+    name: Literal["gpt", "emb_mlp"] = "gpt"  # "emb_mlp": P2's Emb-MLP (uses EMB_MLP_FIELDS only)
     d_model: int = 400
     n_heads: int = 1
     d_head: int = 200  # d_k = d_v
@@ -259,6 +259,8 @@ class ModelConfig:
             check(getattr(self, f) > 0, f"model.{f}", "a positive integer")
         check(self.ln_eps > 0, "model.ln_eps", "a positive float")
 
+
+EMB_MLP_FIELDS = ("name", "d_model", "d_mlp", "act")  # the model fields the Emb-MLP reads; the rest: Transformer
 
 INIT_ROLES = ("embed", "pos_embed", "attn_in", "attn_out", "mlp_in", "mlp_out", "unembed")
 

@@ -30,15 +30,18 @@ def toml_value(v: Any) -> str:
     raise TypeError(f"no TOML value for {v!r}")
 
 
-def to_toml(data: dict[str, Any], prefix: str = "") -> str:
+def to_toml(data: dict[str, Any], prefix: str = "", notes: dict[str, str] | None = None) -> str:
     """Plain nested data as TOML: scalars and arrays of a table first, then one ``[table]`` per nested dict.
-    ``None`` values are left out (TOML has no null; reading the file back gives the field's default)."""
-    lines = [f"{k} = {toml_value(v)}" for k, v in data.items() if not isinstance(v, dict) and v is not None]
+    ``None`` values are left out (TOML has no null; reading the file back gives the field's default).
+    ``notes`` {dotted key: text} ends those keys' lines with ``# text`` (the value stays, so it reads back)."""
+    notes = notes or {}
+    lines = [f"{k} = {toml_value(v)}" + (f"  # {notes[prefix + k]}" if prefix + k in notes else "")
+             for k, v in data.items() if not isinstance(v, dict) and v is not None]
     out = "\n".join(lines)
     for k, v in data.items():
         if isinstance(v, dict):
             name = f"{prefix}{k}"
-            body = to_toml(v, f"{name}.")
+            body = to_toml(v, f"{name}.", notes)
             out += ("\n\n" if out else "") + f"[{name}]" + ("\n" + body if body else "")
     return out
 
@@ -87,8 +90,15 @@ def config_text(path: str | Path | None = None, overrides: Sequence[str] = ()) -
     its model's γ-std table as TOML comments (so the whole text still reads as the same config)."""
     kind = kinds.kind_of_data(read_toml(path)) if path is not None else kinds.KINDS["anchor"]
     cfg = kind.get("load_config")(path, list(overrides))
+    data = plain(cfg)
+    notes = {}
+    if kind.name == "anchor" and cfg.model.name == "emb_mlp":
+        from anchorlab.config import EMB_MLP_FIELDS
+
+        notes = {f"model.{k}": "Transformer only: the Emb-MLP does not use it"
+                 for k in data["model"] if k not in EMB_MLP_FIELDS}
     text = f"# resolved {kind.name} config" + (f" of {path}" if path else " (defaults)") + \
-        (f" with {', '.join(overrides)}" if overrides else "") + "\n" + to_toml(plain(cfg)) + "\n"
+        (f" with {', '.join(overrides)}" if overrides else "") + "\n" + to_toml(data, notes=notes) + "\n"
     if kind.name == "anchor":
         table = format_table(std_table(cfg))
         note = f"γ-std table of the model (std = d_in^-γ; init.convention = {cfg.init.convention!r}):"
