@@ -432,6 +432,26 @@ def test_p1_gamma_title_stays_inside_a_narrow_figure():
     assert fig.axes[0].get_title().replace("\n", " ") == title
 
 
+def test_p1_gamma_tick_labels_of_several_varied_fields_do_not_overlap():
+    """Runs differing in weight decay and rate besides γ: each bar's tick names only what differs (the line every
+    run shares goes under the axis once), and no two tick labels overlap."""
+    from anchorlab.plotting.figures import plot_gamma_comparison
+
+    rows = [{"gamma": g, "inferential": 0.5, "symmetric": 0.3, "std": 0.1,
+             "model": f"Transformer 2L\nweight_decay {wd:g}\nlr_multiplier {m:g}"}
+            for g in (0.3, 1.2) for wd in (0.01, 0.1) for m in (10, 30)]
+    fig = plot_gamma_comparison(rows)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    labels = [t for t in ax.get_xticklabels() if t.get_text()]
+    assert len(labels) == 8 and not any("Transformer 2L" in t.get_text() for t in labels)
+    assert "every run: Transformer 2L" in ax.get_xlabel()
+    assert all("weight_decay" in t.get_text() and "lr_multiplier" in t.get_text() for t in labels)
+    boxes = sorted((t.get_window_extent() for t in labels), key=lambda b: b.x0)
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
+    assert fig.bbox.y0 <= min(b.y0 for b in boxes)  # the taller labels still fit in the figure
+
+
 def test_p1_gamma_draws_unfinished_runs_hollow_and_says_so():
     """A run still training is its last evaluation so far, not a result: its dots are hollow (white face) and the
     legend says what hollow means; a figure of finished runs has no hollow dot and no such entry."""

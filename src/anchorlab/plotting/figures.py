@@ -246,8 +246,21 @@ def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", t
 
     models = sorted({r.get("model", "") for r in rows})
     cats = sorted({(r.get("model", ""), r[x]) for r in rows}, key=lambda c: (models.index(c[0]), c[1]))
+    # lines every model label shares ("Transformer 2L" when only the weight decay differs) go under the axis once
+    common = [ln for ln in models[0].split("\n") if all(ln in m.split("\n") for m in models)] if len(models) > 1 else []
+    ticks = []
+    for m, v in cats:
+        std = next((r["std"] for r in rows if (r.get("model", ""), r[x]) == (m, v) and r.get("std")), None)
+        lines = [f"{x_name} {v:g}" if isinstance(v, (int, float)) else f"{x_name} {v}"]
+        lines += [f"std W_Q {std:.2g}"] if std else []
+        lines += [ln for ln in m.split("\n") if ln not in common] if len(models) > 1 else []
+        ticks.append("\n".join(lines))
+    # each category as wide as its longest tick line (~0.075 inch a character at this font size), the figure as
+    # tall as its tick labels
+    width = max(1.1, 0.075 * max(len(ln) for t in ticks for ln in t.split("\n")) + 0.25)
+    n_lines = max(t.count("\n") + 1 for t in ticks)
     with style():
-        fig, ax = plt.subplots(figsize=(max(3.0, 1.1 * len(cats) + 1.2) + 2.6, 3.0))
+        fig, ax = plt.subplots(figsize=(max(3.0, width * len(cats) + 1.2) + 2.6, 3.0 + 0.16 * max(0, n_lines - 2)))
         for key, dx in (("inferential", -0.17), ("symmetric", 0.17)):
             for i, cat in enumerate(cats):
                 group = [r for r in rows if (r.get("model", ""), r[x]) == cat]
@@ -268,16 +281,11 @@ def plot_gamma_comparison(rows: Sequence[dict[str, Any]], pair: str = "(4,3)", t
                     mean, sd = float(stats[f"{key}_mean"]), float(stats[f"{key}_std"])
                     ax.bar(i + dx, mean, width=0.3, color=COLORS[key], alpha=0.35, zorder=1)
                     ax.errorbar(i + dx, mean, yerr=sd, fmt="none", ecolor=COLORS[key], capsize=4, lw=1.4, zorder=2)
-        ticks = []
-        for m, v in cats:
-            std = next((r["std"] for r in rows if (r.get("model", ""), r[x]) == (m, v) and r.get("std")), None)
-            ticks.append(f"{x_name} {v:g}" if isinstance(v, (int, float)) else f"{x_name} {v}")
-            ticks[-1] += (f"\nstd W_Q {std:.2g}" if std else "") + (f"\n{m}" if len(models) > 1 else "")
         ax.set_xticks(range(len(cats)), ticks)
         ax.set_xlim(-0.6, len(cats) - 0.4)
         ax.set_ylim(-0.04, 1.04)
         ax.set_ylabel(f"fraction of {pair} inputs")
-        ax.set_xlabel(xlabel)
+        ax.set_xlabel(xlabel + (f";  every run: {', '.join(common)}" if common else ""))
         handles, labels = ax.get_legend_handles_labels()
         if any(r.get("status") == "unfinished" for r in rows):
             handles.append(Line2D([], [], ls="none", marker="o", markerfacecolor="white", markeredgecolor="#555555"))
