@@ -13,8 +13,8 @@ Sources (:func:`load_stories` picks one from a string):
   everything run offline. How its statistics differ from the real sample is measured in docs/text.md.
 
 The real 754-story sample lives outside the repository (its licence forbids copying it in);
-:func:`sample_path` finds it through ``ANCHORLAB_TINYSTORIES``, default ``../shared/data/tinystories-sample``
-next to the repository root.
+:func:`sample_path` finds it through ``ANCHORLAB_TINYSTORIES``; without it, in a
+``shared/data/tinystories-sample`` directory beside the repository's own (the development machines' layout).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ class StoriesUnavailable(RuntimeError):
 
 
 def sample_path() -> Path:
-    """The real TinyStories sample directory (``$ANCHORLAB_TINYSTORIES`` or ``../shared/...`` of the repo)."""
+    """The real TinyStories sample directory: ``$ANCHORLAB_TINYSTORIES``, else ``shared/data/tinystories-sample``
+    beside the repository."""
     env = os.environ.get(SAMPLE_ENV)
     return Path(env) if env else _REPO_ROOT.parent / "shared" / "data" / "tinystories-sample"
 
