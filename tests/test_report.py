@@ -126,7 +126,7 @@ def test_run_report_has_everything_and_renders(composite_run, tmp_path, browser)
     text = page.read_text()
     alts = assert_self_contained(text)
     assert alts == ["training curves", "p1-fig3", "p1-fig3b", "p1-fig4", "p1-fig5", "p1-fig12", "p1-fig13",
-                    "p1-attribution", "p1-keys"]
+                    "p1-attribution", "p1-patching", "p1-keys"]
     cfg = json.loads((composite_run / "config.json").read_text())
     for needle in ("Provenance", "git commit", "anchorlab version", composite_run.name, "Resolved config",
                    "Final metrics", "unseen_inferential_acc", "data (CSV)", "wq0_n_groups",

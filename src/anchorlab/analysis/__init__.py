@@ -2,7 +2,8 @@
 
 Modules: :mod:`.attention` (E3 information flow), :mod:`.embeddings` (E4/E5/E6/E8 vectors, PCA, cosines),
 :mod:`.condensation` (E7 W_Q neuron grouping), :mod:`.spectra` (E9 covariance eigenvalues, E10 singular
-values), :mod:`.attribution` (direct logit attribution and the logit lens, post-LN included), :mod:`.answers`
+values), :mod:`.attribution` (direct logit attribution and the logit lens, post-LN included), :mod:`.patching`
+(activation patching of the residual stream), :mod:`.answers`
 (the held-out pair key by key), :mod:`.summary` (scalars for run metrics). 2-D maps are PCA, or t-SNE with the
 optional scikit-learn.
 """

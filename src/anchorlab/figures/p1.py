@@ -99,6 +99,7 @@ RUN_FIGURES: dict[str, Callable[[RunConfig], str | None]] = {
     "p1-fig12": lambda cfg: None,
     "p1-fig13": lambda cfg: None,
     "p1-attribution": _needs_composite_probe,
+    "p1-patching": _needs_composite_probe,
     "p1-keys": lambda cfg: None if cfg.task.name == "composite" else f"needs the composite task (P1), not "
                                                                     f"{cfg.task.name!r}",
 }
@@ -432,6 +433,39 @@ def p1_attribution(run_dirs: Sequence[Path], out: str | Path, step: Step = None,
                  for i, (a, b) in enumerate(zip(r["lens_inferential"], r["lens_symmetric"]))]
     fig = plot_logit_attribution(panels)
     return save_figure(fig, rows, Path(out), "p1-attribution")
+
+
+@figure("p1-patching", "runs", "Activation patching of the held-out pair's order: the (4,3) input run with the "
+        "residual stream at one block input and position taken from (3,4), the answer margin per cell, one panel "
+        "per run")
+def p1_patching(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_steps: RunSteps = None) -> Path:
+    """Not a figure of P1: where the anchors' order that decides the answer sits. For every key, the probe input of
+    the held-out pair and of its reversed order in Fig. 3's template, run in fp32; each block input (the
+    embeddings, then each block's output) at each position patched from the reversed input into the held-out one
+    (:func:`~anchorlab.analysis.patching.order_patching`), and the mean margin logit(inferential) −
+    logit(symmetric) over the keys. Where the two orders' margins differ (a composer), each cell also gives the
+    share of that difference it moves. CSV: one row per run, site and position."""
+    from anchorlab.analysis.patching import order_patching
+    from anchorlab.plotting.mechanisms import plot_order_patching
+
+    panels, rows = [], []
+    for d, model, cfg, at in _load_runs("p1-patching", run_dirs, step, run_steps):
+        r = order_patching(model, cfg.task)
+        a1, a2 = r["pair"]
+        names = ["embeddings"] + [f"block {layer} output" for layer in range(1, len(r["sites"]))]
+        gap = ("the same answer: the order does not reach it" if np.isnan(r["effect"]).all()
+               else "patched share of the difference in %")
+        panels.append({"margin": r["margin"], "effect": r["effect"], "rows": names, "tokens": r["tokens"],
+                       "title": f"{_label(cfg, d, at)}\nmargin ({a1},{a2}) {r['clean']:+.1f}, reversed ({a2},{a1}) "
+                                f"{r['corrupted']:+.1f}: {gap}"})
+        base = {"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed,
+                "pair": f"({a1},{a2})", "clean_margin": r["clean"], "reversed_margin": r["corrupted"]}
+        rows += [{**base, "site": site, "site_name": name, "position": j, "token": str(r["tokens"][j]),
+                  "margin": float(r["margin"][i, j]),
+                  "effect": None if np.isnan(r["effect"][i, j]) else float(r["effect"][i, j])}
+                 for i, (site, name) in enumerate(zip(r["sites"], names)) for j in range(len(r["tokens"]))]
+    fig = plot_order_patching(panels)
+    return save_figure(fig, rows, Path(out), "p1-patching")
 
 
 @figure("p1-readouts", "runs", "P1 mechanism readouts over training (logged, or from kept checkpoints): the held-out "

@@ -386,3 +386,43 @@ def plot_logit_attribution(panels: Sequence[Mapping[str, Any]]) -> Figure:
         fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)
         fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
+
+
+def plot_order_patching(panels: Sequence[Mapping[str, Any]]) -> Figure:
+    """Activation patching of the anchors' order, one heatmap per run (``p1-patching``): rows are the sites (block
+    inputs, top: the embeddings), columns the positions, named by their tokens; a cell's colour is the margin
+    logit(inferential) − logit(symmetric) of the clean input with that site and position taken from the reversed
+    pair (blue: towards the inferential answer, orange: the symmetric one, white 0; one scale for all panels), its
+    text the margin and, where the clean and reversed margins differ, the share of that difference the cell
+    moves. Each panel: ``{"margin": [sites, P], "effect": [sites, P] (NaN: undefined), "rows": [site label],
+    "tokens": [P], "title"}``."""
+    from matplotlib.colors import LinearSegmentedColormap
+
+    cmap = LinearSegmentedColormap.from_list("sym_inf", [COLORS["symmetric"], "white", COLORS["inferential"]])
+    top = max(float(np.nanmax(np.abs(p["margin"]))) for p in panels) or 1.0
+    n = len(panels)
+    n_rows = max(len(p["rows"]) for p in panels)
+    n_cols = max(len(p["tokens"]) for p in panels)
+
+    def pct(v: float) -> str:
+        return f"{100 * v:.0f} %".replace("-0 %", "0 %")
+
+    with style():  # one panel a row: each is a wide strip (sites × positions)
+        fig, axes = plt.subplots(n, 1, figsize=(0.85 * n_cols + 3.2, (0.55 * n_rows + 1.05) * n + 0.3),
+                                 squeeze=False)
+        for ax, p in zip(axes[:, 0], panels):
+            M, E = np.asarray(p["margin"], dtype=np.float64), np.asarray(p["effect"], dtype=np.float64)
+            im = ax.imshow(M, cmap=cmap, vmin=-top, vmax=top, aspect="auto", interpolation="nearest")
+            for i in range(M.shape[0]):
+                for j in range(M.shape[1]):
+                    text = f"{M[i, j]:+.1f}" + ("" if np.isnan(E[i, j]) else f"\n{pct(E[i, j])}")
+                    ax.text(j, i, text, ha="center", va="center", fontsize=7)
+            ax.set_xticks(range(M.shape[1]), [str(t) for t in p["tokens"]], fontsize=8)
+            ax.set_yticks(range(M.shape[0]), p["rows"], fontsize=8)
+            ax.set_title(p["title"], fontsize=8.5)
+            ax.grid(False)
+        axes[-1, 0].set_xlabel("position (its token; x: the key)")
+        fig.tight_layout(rect=(0, 0, 0.9, 1))
+        cax = fig.add_axes((0.91, 0.15, 0.015, 0.7))
+        fig.colorbar(im, cax=cax, label="patched margin:\nlogit(inferential) − logit(symmetric)")
+    return fig

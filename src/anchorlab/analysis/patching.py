@@ -1,0 +1,95 @@
+"""Activation patching over the residual stream (TransformerLens's ``get_act_patch_resid_pre`` pattern): run a
+clean input with the residual stream at one (site, position) taken from a corrupted input, and measure how far
+a metric moves from its clean value towards its corrupted one.
+
+For P1's held-out pair the natural corruption is the order of the anchors: clean (4,3), corrupted (3,4), the same
+key and noise. A composer answers them differently (x − 10 and x − 6), so patching shows where in the network
+the order that decides the answer sits, position by position and layer by layer (P1 Fig. 3's information flow,
+measured causally instead of read from the attention). A symmetric model answers both x − 6: the order does not
+reach its answer, and there is nothing to patch (P1 Fig. 3b: after the first block (a,b) and (b,a) coincide).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from anchorlab.config import CompositeTaskConfig
+from anchorlab.models.hooks import run_with_cache, run_with_hooks
+
+MIN_GAP = 1.0  # logits: below this clean-to-corrupted gap of the metric, the normalised effect is not drawn
+
+
+def resid_sites(model: nn.Module) -> list[str]:
+    """Each block's input ``blocks.{l}.hook_resid_pre`` (block 0's: the embeddings), in forward order: the points
+    of the residual stream where patching one position can give different results. After its attention a block
+    acts on each position alone (LayerNorm, MLP), so patching a position's ``hook_resid_mid`` or
+    ``hook_resid_post`` gives what patching the next block's input there gives; and past the last attention only
+    the last position reaches the logits."""
+    if not hasattr(model, "blocks"):
+        raise TypeError(f"{type(model).__name__} is not anchorlab's GPT (models.gpt.GPT): it has no residual blocks")
+    return [f"blocks.{layer}.hook_resid_pre" for layer in range(len(model.blocks))]
+
+
+def patch_resid(model: nn.Module, clean: Tensor, corrupted: Tensor, metric: Callable[[Tensor], Tensor],
+                sites: Sequence[str] | None = None) -> np.ndarray:
+    """[len(sites), P]: ``metric(logits)`` (one value per input, averaged here) of ``clean`` [B, P] run with the
+    activation at (site, position) replaced by that of ``corrupted`` [B, P] (default sites: :func:`resid_sites`).
+    One forward pass per site, of the P patched copies of the batch together ([P·B, P])."""
+    sites = resid_sites(model) if sites is None else list(sites)
+    if clean.shape != corrupted.shape:
+        raise ValueError(f"clean {tuple(clean.shape)} and corrupted {tuple(corrupted.shape)} differ in shape")
+    B, P = clean.shape
+    _, cache = run_with_cache(model, corrupted, names=sites)
+    out = np.zeros((len(sites), P))
+    for i, site in enumerate(sites):
+        def put(x: Tensor, name: str) -> Tensor:  # copy p of the batch gets position p from the corrupted run
+            x = x.clone()
+            for p in range(P):
+                x[p * B:(p + 1) * B, ..., p, :] = cache[name][..., p, :].to(x)
+            return x
+        logits = run_with_hooks(model, clean.repeat(P, 1), fwd_hooks=[(site, put)])
+        out[i] = metric(logits).double().reshape(P, B).mean(-1).cpu().numpy()
+    return out
+
+
+def order_patching(model: nn.Module, task_cfg: CompositeTaskConfig,
+                   pair: Sequence[int] | None = None) -> dict[str, Any]:
+    """P1's held-out pair (default ``task_cfg.probe_pair``) against its reversed order, every key of the task in
+    Fig. 3's template (:func:`~anchorlab.analysis.attention.probe_tokens`), patched site by site
+    (:func:`patch_resid`). The metric is the margin logit(inferential answer) − logit(symmetric answer) at the
+    last position. Returns ``sites``, ``tokens`` (the template, key and anchors in place, key 0 shown as "x"),
+    ``margin`` [sites, P] (mean over keys), ``clean`` / ``corrupted`` (their unpatched means), ``effect``
+    [sites, P] = (margin − clean) / (corrupted − clean), NaN where the gap is under :data:`MIN_GAP` logits, and
+    the inferential / symmetric shifts."""
+    from anchorlab.analysis.attention import DEFAULT_KEY_POS, DEFAULT_TEMPLATE, probe_tokens
+    from anchorlab.tasks.composite import inferential_shift, symmetric_shift
+
+    a1, a2 = pair if pair is not None else task_cfg.probe_pair
+    inf, sym = inferential_shift(task_cfg, a1, a2), symmetric_shift(task_cfg, a1, a2)
+    keys = list(range(task_cfg.key_min, task_cfg.key_max + 1))
+    device = next(model.parameters()).device
+    x = torch.tensor(keys, device=device)
+    clean = probe_tokens(task_cfg, keys, (a1, a2)).to(device)
+    corrupted = probe_tokens(task_cfg, keys, (a2, a1)).to(device)
+
+    def margin(logits: Tensor) -> Tensor:  # per input; a batch of patched copies repeats the keys
+        last = logits[:, -1].double()
+        xs = x.repeat(len(last) // len(x))
+        return last.gather(1, (xs + inf)[:, None])[:, 0] - last.gather(1, (xs + sym)[:, None])[:, 0]
+
+    with torch.no_grad():
+        m_clean = float(margin(model(clean)).mean())
+        m_corrupt = float(margin(model(corrupted)).mean())
+    sites = resid_sites(model)
+    grid = patch_resid(model, clean, corrupted, margin, sites)
+    gap = m_corrupt - m_clean
+    effect = (grid - m_clean) / gap if abs(gap) >= MIN_GAP else np.full_like(grid, np.nan)
+    tokens: list[int | str] = list(DEFAULT_TEMPLATE)
+    tokens[DEFAULT_KEY_POS:DEFAULT_KEY_POS + 3] = ["x", a1, a2]
+    return {"sites": sites, "tokens": tokens, "margin": grid, "clean": m_clean, "corrupted": m_corrupt,
+            "effect": effect, "inferential": inf, "symmetric": sym, "pair": (a1, a2)}
