@@ -104,6 +104,9 @@ def test_load_run_of_a_language_model_run(tmp_path):
     assert not model.training
     ids = torch.tensor([run.tokenizer().encode("Every cat is a feline.")])
     assert model(ids).shape[:2] == ids.shape
+    out = model.hf(ids, output_attentions=True)  # eager attention: the patterns come back, rows summing to 1
+    assert len(out.attentions) == run.config.model.n_layers
+    torch.testing.assert_close(out.attentions[0].sum(-1), torch.ones(out.attentions[0].shape[:-1]))
 
 
 def test_load_run_of_a_seq2seq_run(tmp_path):

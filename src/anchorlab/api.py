@@ -95,7 +95,8 @@ class Run:
         """The model with the weights kept at ``step`` (default: the last checkpoint), in eval mode on the CPU.
 
         Anchor-task runs give our GPT (or Emb-MLP), whose hook points :func:`anchorlab.models.run_with_cache`
-        reads; real-language runs give the γ-initialized HF GPT-2 wrapper (``model(ids)`` -> logits); seq2seq
+        reads; real-language runs give the γ-initialized HF GPT-2 wrapper (``model(ids)`` -> logits; ``model.hf``
+        with eager attention, so that ``output_attentions=True`` returns the patterns); seq2seq
         runs their decoder (our GPT or the HF GPT-2 wrapper, by ``model.arch``) over the ids of ``data.json``'s
         ``tokens``."""
         if self.kind == "anchor":
@@ -122,6 +123,9 @@ class Run:
         tokenizer = self.tokenizer()
         model = _text("build_lm")(self.config, weights["hf.transformer.wte.weight"].shape[0], tokenizer.eos_id)
         model.load_state_dict(weights)
+        # for looking inside: HF's default SDPA attention returns no attention weights (output_attentions=True);
+        # the eager one computes the same outputs and returns them
+        model.hf.set_attn_implementation("eager")
         return model.eval()
 
     def tokenizer(self) -> Any:
