@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -202,7 +204,10 @@ def test_training_logs_the_readouts_of_each_evaluated_model_and_trains_the_same(
     for r in rundir.read_metrics(tmp_path / "logged"):
         model, _ = load_model(tmp_path / "logged", r["step"])
         x = readouts(model, cfg.task)
-        assert {name: r[name] for name in LOGGED_READOUTS} == {name: x[key] for name, key in LOGGED_READOUTS.items()}
+        # an order share is undefined (NaN) where the two orders' margins are close: it is then not logged
+        assert {name: r.get(name) for name in LOGGED_READOUTS} == {
+            name: x[key] if math.isfinite(x[key]) else None for name, key in LOGGED_READOUTS.items()}
+        assert r["answer_margin"] == x["answer_margin"] and "flow_symmetric" in r
         assert 0 <= r["flow_symmetric"] <= 1 and 0 <= r["flow_inferential_ahead"] <= 80 and r["order_separation"] >= 0
     one = tiny_config(**{"train.epochs": 1, "model.n_layers": 1})
     train(one, tmp_path / "one", show_progress=False)

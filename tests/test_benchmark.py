@@ -50,7 +50,7 @@ def test_report_benchmark_runs(tmp_path):
     r = report.main([str(tmp_path / "run"), "--repeats", "1", "--baseline-figures", "1",
                      "--out", str(tmp_path / "b.json")])
     assert json.loads((tmp_path / "b.json").read_text()) == r
-    assert r["report"]["figures"] == 8 and r["report"]["bytes"] > 0 and r["report"]["wall_s"] > 0
+    assert r["report"]["figures"] == 10 and r["report"]["bytes"] > 0 and r["report"]["wall_s"] > 0
     assert r["baseline_figure_s"] > 0 and r["report_in_baseline_figures"] > 0
 
 

@@ -408,7 +408,8 @@ def test_readouts_along_training(runs, tmp_path):
     from anchorlab import rundir
     from anchorlab.analysis.attention import mean_mechanism_scores
     from anchorlab.analysis.embeddings import embed_2d, order_separation
-    from anchorlab.analysis.summary import LOGGED_READOUTS
+    from anchorlab.analysis.patching import order_patching
+    from anchorlab.analysis.summary import ANSWER_READOUTS, LOGGED_READOUTS
 
     png = draw("p1-readouts", runs, tmp_path)
     assert png.stat().st_size > 10_000
@@ -431,8 +432,15 @@ def test_readouts_along_training(runs, tmp_path):
     draw("p1-readouts", [old], tmp_path / "old_out", every=2)
     (again,) = read_csv(tmp_path / "old_out" / "p1-readouts.csv")
     assert (int(again["epoch"]), again["source"]) == (2, "checkpoint")
-    for key in ("routing_symmetric", "routing_inferential", "order_separation", "wq0_stable_rank"):
+    for key in ("routing_symmetric", "routing_inferential", "order_separation", "wq0_stable_rank", "answer_margin"):
         assert float(again[key]) == pytest.approx(float(r[key]), rel=1e-9), key
+    assert float(r["answer_margin"]) == pytest.approx(order_patching(model, cfg.task)["clean"])
+    # a run that logged the routing readouts but not yet the answer ones (2026-11-28): from the checkpoint too
+    (old / rundir.METRICS).write_text("".join(json.dumps({k: v for k, v in m.items() if k not in ANSWER_READOUTS})
+                                              + "\n" for m in rundir.read_metrics(runs[0])))
+    draw("p1-readouts", [old], tmp_path / "older_out", every=2)
+    (older,) = read_csv(tmp_path / "older_out" / "p1-readouts.csv")
+    assert older["source"] == "checkpoint" and float(older["answer_margin"]) == pytest.approx(float(r["answer_margin"]))
 
 
 def test_readouts_bad_input_is_one_line_exit_2(runs, tmp_path, capsys):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -41,24 +42,41 @@ def readouts(model: nn.Module, task_cfg: CompositeTaskConfig) -> dict[str, float
     """P1's routing and pair-order readouts of one model (what ``p1-readouts`` draws along training):
     ``routing_symmetric`` / ``routing_inferential``, the information-flow mechanism scores of the held-out pair
     averaged over every key (P1 Fig. 3), ``keys_inferential_ahead`` of ``keys``; ``order_separation``, how far
-    apart (a,b) and (b,a) lie after the first block in its 2-D PCA map (E4, Fig. 3b; 0 = order lost). Runs the
-    model once per key plus one batch of E4 inputs. (The W_Q stable rank ``p1-readouts`` draws beside them is
-    :func:`mechanism_scalars`' ``stable_rank/blocks.0.attn.W_Q``.)"""
-    from anchorlab.analysis.attention import mean_mechanism_scores
+    apart (a,b) and (b,a) lie after the first block in its 2-D PCA map (E4, Fig. 3b; 0 = order lost). And where
+    the answer is held (not in P1; :func:`~anchorlab.analysis.patching.order_patching`): ``answer_margin``, the
+    mean margin logit(inferential) − logit(symmetric) of the held-out pair's probe inputs, and
+    ``order_first_anchor`` / ``order_second_anchor``, the share of the margin's change from the pair to its
+    reversed order that patching the first block's output at that anchor's position moves (NaN where the two
+    orders' margins are within ``patching.MIN_GAP``: the order does not reach the answer). Runs the model once
+    per key plus one batch of E4 inputs and the patching's passes (two of 9 copies of the keys' batch). (The
+    W_Q stable rank ``p1-readouts`` draws beside them is :func:`mechanism_scalars`'
+    ``stable_rank/blocks.0.attn.W_Q``.)"""
+    from anchorlab.analysis.attention import DEFAULT_KEY_POS, mean_mechanism_scores
     from anchorlab.analysis.embeddings import attention_output_vectors, embed_2d, order_separation
+    from anchorlab.analysis.patching import order_patching
 
     with torch.no_grad():
         mean, ahead, n = mean_mechanism_scores(model, task_cfg, task_cfg.probe_pair)
         X, pairs = attention_output_vectors(model, task_cfg)
+        patched = order_patching(model, task_cfg)
+    after_block_1 = patched["effect"][1]
     return {"routing_symmetric": mean["symmetric"], "routing_inferential": mean["inferential"],
             "keys_inferential_ahead": float(ahead), "keys": float(n),
-            "order_separation": order_separation(embed_2d(X, "pca")[0], pairs)}
+            "order_separation": order_separation(embed_2d(X, "pca")[0], pairs),
+            "answer_margin": float(patched["clean"]),
+            "order_first_anchor": float(after_block_1[DEFAULT_KEY_POS + 1]),
+            "order_second_anchor": float(after_block_1[DEFAULT_KEY_POS + 2])}
 
 
 # The readouts (:func:`readouts`) every evaluation of a composite-task GPT of 2 layers or more logs, under these
-# names: P1 Fig. 3's routing scores averaged over the held-out pair's keys, and Fig. 3b's pair-order separation.
-LOGGED_READOUTS = {"flow_symmetric": "routing_symmetric", "flow_inferential": "routing_inferential",
-                   "flow_inferential_ahead": "keys_inferential_ahead", "order_separation": "order_separation"}
+# names: P1 Fig. 3's routing scores averaged over the held-out pair's keys, and Fig. 3b's pair-order separation
+# (since 2026-11-28); where the answer is held: its margin and where the first block leaves the pair's order
+# (:data:`ANSWER_READOUTS`, since 2026-11-29; an order share is left out of an evaluation where it is NaN).
+ROUTING_READOUTS = {"flow_symmetric": "routing_symmetric", "flow_inferential": "routing_inferential",
+                    "flow_inferential_ahead": "keys_inferential_ahead", "order_separation": "order_separation"}
+ANSWER_READOUTS = {"answer_margin": "answer_margin", "order_first_anchor": "order_first_anchor",
+                   "order_second_anchor": "order_second_anchor"}
+LOGGED_READOUTS = {**ROUTING_READOUTS, **ANSWER_READOUTS}
 
 
 def logs_readouts(cfg: RunConfig) -> bool:
@@ -72,9 +90,9 @@ def logs_readouts(cfg: RunConfig) -> bool:
 def training_metrics(cfg: RunConfig) -> Callable[[nn.Module], dict[str, float]] | None:
     """What training logs from the model at every evaluation (:attr:`anchorlab.kinds.RunKind.training_metrics`),
     for a GPT on the composite task: :func:`mechanism_scalars` over the item tokens (weight-only SVDs), and
-    where :func:`logs_readouts`, :data:`LOGGED_READOUTS` (one forward pass per key of the held-out pair and one
-    batch of E4 inputs, in fp32 without gradients; no random draw, so training is unchanged). Nothing for any
-    other run."""
+    where :func:`logs_readouts`, :data:`LOGGED_READOUTS` (a batch of the held-out pair's probe inputs, one of E4
+    inputs and the order patching's, in fp32 without gradients; no random draw, so training is unchanged).
+    Nothing for any other run."""
     if cfg.model.name != "gpt" or not isinstance(cfg.task, CompositeTaskConfig):
         return None
     tokens, task, probes = item_tokens(cfg.task), cfg.task, logs_readouts(cfg)
@@ -83,6 +101,6 @@ def training_metrics(cfg: RunConfig) -> Callable[[nn.Module], dict[str, float]] 
         out = mechanism_scalars(model, embed_tokens=tokens)
         if probes:
             r = readouts(model, task)
-            out.update({name: r[key] for name, key in LOGGED_READOUTS.items()})
+            out.update({name: r[key] for name, key in LOGGED_READOUTS.items() if math.isfinite(r[key])})
         return out
     return metrics

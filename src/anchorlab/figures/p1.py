@@ -469,21 +469,22 @@ def p1_patching(run_dirs: Sequence[Path], out: str | Path, step: Step = None, ru
 
 
 @figure("p1-readouts", "runs", "P1 mechanism readouts over training (logged, or from kept checkpoints): the held-out "
-        "answer, the "
-        "routing scores over all keys (Fig. 3), the pair-order separation (Fig. 3b) and W_Q⁰'s stable rank, a line "
-        "per run")
+        "answer and its margin, the routing scores over all keys (Fig. 3), the pair-order separation (Fig. 3b), "
+        "where the first block leaves the pair's order (patching) and W_Q⁰'s stable rank, a line per run")
 def p1_readouts(run_dirs: Sequence[Path], out: str | Path, every: int = 0) -> Path:
     """At every evaluation of each run (``every`` > 0: only epochs that are multiples of it) that logged P1's
-    readouts (runs of 2 or more layers trained since 2026-11-28: :data:`~anchorlab.analysis.summary.LOGGED_READOUTS`)
-    or whose checkpoint of that step was kept (they are then computed from it, as training computes them): the
-    run's logged (4,3) inferential / symmetric accuracy and seen test accuracy, the information-flow
-    :func:`mechanism_scores` averaged over all keys of the held-out pair (:func:`mean_mechanism_scores`) with the
-    number of keys routed inferential-ahead, E4's :func:`order_separation` in the first block's 2-D PCA map (as
-    ``p1-fig3b`` draws it): :func:`readouts`; and the first layer's W_Q stable rank (logged with the mechanism
-    scalars, else from the checkpoint). The CSV's ``source`` says which ("logged" or "checkpoint"). From a
-    checkpoint, one forward pass per key and one batch of E4 inputs: ~1 s at P1's paper config on one CPU
-    thread; logged readouts need no weights (committed GPU records)."""
-    from anchorlab.analysis.summary import LOGGED_READOUTS
+    readouts (runs of 2 or more layers trained since 2026-11-28: :data:`~anchorlab.analysis.summary.LOGGED_READOUTS`;
+    the answer readouts since 2026-11-29) or whose checkpoint of that step was kept (they are then computed from
+    it, as training computes them; also where only the older readouts were logged): the run's logged (4,3)
+    inferential / symmetric accuracy and seen test accuracy, the information-flow :func:`mechanism_scores`
+    averaged over all keys of the held-out pair (:func:`mean_mechanism_scores`) with the number of keys routed
+    inferential-ahead, E4's :func:`order_separation` in the first block's 2-D PCA map (as ``p1-fig3b`` draws it),
+    the answer margin and the shares of the pair's order at the two anchors' positions after the first block (as
+    ``p1-patching`` computes them): :func:`readouts`; and the first layer's W_Q stable rank (logged with the
+    mechanism scalars, else from the checkpoint). The CSV's ``source`` says which ("logged" or "checkpoint").
+    From a checkpoint, ~1-2 s at P1's paper config on one CPU thread; logged readouts need no weights (committed
+    GPU records)."""
+    from anchorlab.analysis.summary import LOGGED_READOUTS, ROUTING_READOUTS
 
     if every < 0:
         raise ConfigError(f"figure p1-readouts: option every: an epoch count >= 0 (0: every evaluation), "
@@ -501,13 +502,15 @@ def p1_readouts(run_dirs: Sequence[Path], out: str | Path, every: int = 0) -> Pa
         for r in rundir.read_metrics(d):
             if r["epoch"] == 0 or (every and r["epoch"] % every):
                 continue
-            if all(k in r for k in LOGGED_READOUTS):
-                model = None
-                x = {key: r[name] for name, key in LOGGED_READOUTS.items()}
+            if all(k in r for k in ROUTING_READOUTS) and (r["step"] not in kept or "answer_margin" in r):
+                model = None  # logged (an order share is not logged where it is undefined)
+                x = {key: r.get(name) for name, key in LOGGED_READOUTS.items()}
                 x.update(keys=float(cfg.task.key_max - cfg.task.key_min + 1), source="logged")
-            elif r["step"] in kept:
+            elif r["step"] in kept:  # not logged, or logged before the answer readouts were: from the weights
                 model = load_model(d, r["step"])[0]
-                x = {**readouts(model, cfg.task), "source": "checkpoint"}
+                x = {k: None if isinstance(v, float) and not np.isfinite(v) else v
+                     for k, v in readouts(model, cfg.task).items()}
+                x["source"] = "checkpoint"
             else:
                 continue
             wq0 = r.get(WQ0_STABLE_RANK)

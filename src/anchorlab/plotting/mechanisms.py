@@ -318,20 +318,27 @@ def plot_covariance_eigs(spectra: Sequence[tuple[str, np.ndarray]],
 
 
 def plot_readouts(runs: Sequence[Sequence[Mapping[str, Any]]], pair: str = "(4,3)") -> Figure:
-    """P1's mechanism readouts along training, four panels against epoch, a line per run: the held-out pair's
-    answer (inferential solid, symmetric dashed), the information-flow scores averaged over its keys (symmetric
-    solid, inferential dashed), the separation of the two orders of an anchor pair after the first block (E4,
-    log) and the first layer's W_Q stable rank (log). Each run: rows ``{"label", "epoch", "inferential",
-    "symmetric", "routing_symmetric", "routing_inferential", "order_separation", "wq0_stable_rank"}``."""
+    """P1's mechanism readouts along training, six panels against epoch (two rows of three), a line per run: the
+    held-out pair's answer (inferential solid, symmetric dashed) and its margin logit(inferential) −
+    logit(symmetric), the information-flow scores averaged over its keys (symmetric solid, inferential dashed),
+    the separation of the two orders of an anchor pair after the first block (E4, log), where the first block
+    leaves the pair's order (patching: second anchor's position solid, first dashed) and the first layer's W_Q
+    stable rank (log). Each run: rows ``{"label", "epoch", "inferential", "symmetric", "answer_margin",
+    "routing_symmetric", "routing_inferential", "order_separation", "order_second_anchor", "order_first_anchor",
+    "wq0_stable_rank"}``; a missing or None value is not drawn."""
     cmap = plt.get_cmap("tab10")
-    panels = ((("inferential", "-"), ("symmetric", "--")), (("routing_symmetric", "-"), ("routing_inferential", "--")),
-              (("order_separation", "-"),), (("wq0_stable_rank", "-"),))
+    panels = ((("inferential", "-"), ("symmetric", "--")), (("answer_margin", "-"),),
+              (("routing_symmetric", "-"), ("routing_inferential", "--")), (("order_separation", "-"),),
+              (("order_second_anchor", "-"), ("order_first_anchor", "--")), (("wq0_stable_rank", "-"),))
     titles = (f"{pair}: inferential (solid), symmetric (dashed)",
+              f"{pair}: margin logit(inferential) − logit(symmetric),\nmean over keys",
               "routing, mean over keys (Fig. 3):\nsymmetric (solid), inferential (dashed)",
               "(a,b) from (b,a) after block 1 (Fig. 3b),\nover other pairs' distance",
+              "order after block 1 (patching): share at the\nsecond anchor (solid), first anchor (dashed)",
               "first layer's W_Q: stable rank")
     with style():
-        fig, axes = plt.subplots(1, 4, figsize=(17.0, 3.8), sharex=True)
+        fig, grid = plt.subplots(2, 3, figsize=(14.5, 7.0), sharex=True)
+        axes = grid.ravel()
         for ax, keys, title in zip(axes, panels, titles):
             for i, rows in enumerate(runs):
                 for key, ls in keys:
@@ -339,17 +346,18 @@ def plot_readouts(runs: Sequence[Sequence[Mapping[str, Any]]], pair: str = "(4,3
                     if pts:
                         ax.plot(*zip(*pts), color=cmap(i % 10), ls=ls, lw=1.2, marker="o", ms=2.5)
             ax.set_title(title, fontsize=9)
+        for ax in grid[-1]:
             ax.set_xlabel("epoch")
         axes[0].set_ylim(-0.02, 1.02)
-        axes[1].set_ylim(0, 1)
-        axes[2].set_yscale("log")
+        axes[1].axhline(0, color="0.4", lw=0.8)
+        axes[2].set_ylim(0, 1)
         axes[3].set_yscale("log")
+        axes[5].set_yscale("log")
         handles = [Line2D([], [], color=cmap(i % 10), lw=2, label=rows[0]["label"]) for i, rows in enumerate(runs)]
         fig.legend(handles=handles, loc="center right", fontsize=8, frameon=False)
         fig.suptitle(f"P1: mechanism readouts over training ({len(runs)} runs)", fontsize=9.5)
-        fig.tight_layout(rect=(0, 0, 1 - 2.2 / 17.0, 1))
+        fig.tight_layout(rect=(0, 0, 1 - 2.4 / 14.5, 1))
     return fig
-
 
 
 def plot_logit_attribution(panels: Sequence[Mapping[str, Any]]) -> Figure:
