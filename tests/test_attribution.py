@@ -176,10 +176,16 @@ def test_order_patching_normalises_by_the_two_orders_gap():
     m = build_model(ModelConfig(d_model=32, n_heads=1, d_head=16, d_mlp=64, n_layers=2, n_ctx=9), task.vocab_size)
     apply_init(m, InitConfig(gamma=0.2), torch.Generator().manual_seed(0))
     r = patching.order_patching(m.eval(), task)
-    assert r["tokens"][DEFAULT_KEY_POS:DEFAULT_KEY_POS + 3] == ["x", 4, 3] and r["margin"].shape == (2, 9)
-    # positions holding the same token in both orders (noise, key) change nothing at the embeddings
+    assert r["tokens"][DEFAULT_KEY_POS:DEFAULT_KEY_POS + 3] == ["x", 4, 3] and r["margin"].shape == (6, 9)
+    assert r["names"] == ["embeddings", "block 1 attention", "block 1 MLP", "block 1 output", "block 2 attention",
+                          "block 2 MLP"]
+    assert r["sites"][3] == "blocks.1.hook_resid_pre" and r["sites"][4] == "blocks.1.attn.hook_attn_out"
+    # positions holding the same token in both orders (noise, key) change nothing at the embeddings, and nothing
+    # before the first anchor changes anywhere (causal attention: those positions never see the anchors)
     same = [j for j in range(9) if j not in (DEFAULT_KEY_POS + 1, DEFAULT_KEY_POS + 2)]
     assert r["margin"][0, same] == pytest.approx(r["clean"], abs=1e-6)
+    assert r["margin"][:, :DEFAULT_KEY_POS + 1] == pytest.approx(r["clean"], abs=1e-6)
+    assert patching.order_patching(m, task, components=False)["names"] == ["embeddings", "block 1 output"]
     gap = r["corrupted"] - r["clean"]
     if abs(gap) >= patching.MIN_GAP:
         assert r["effect"] == pytest.approx((r["margin"] - r["clean"]) / gap)
@@ -202,4 +208,4 @@ def test_patching_figure_draws(tmp_path):
     draw("p1-patching", [run, tmp_path / "run2"], tmp_path / "f")
     rows = list(csv.DictReader(open(tmp_path / "f" / "p1-patching.csv")))
     assert (tmp_path / "f" / "p1-patching.png").stat().st_size > 10_000
-    assert len(rows) == 2 * 2 * 9 and {r["site_name"] for r in rows} == {"embeddings", "block 1 output"}
+    assert len(rows) == 2 * 6 * 9 and {r["site_name"] for r in rows} >= {"embeddings", "block 1 output", "block 2 MLP"}

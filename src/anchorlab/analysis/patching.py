@@ -35,6 +35,22 @@ def resid_sites(model: nn.Module) -> list[str]:
     return [f"blocks.{layer}.hook_resid_pre" for layer in range(len(model.blocks))]
 
 
+def order_sites(model: nn.Module, components: bool = True) -> list[tuple[str, str]]:
+    """(hook name, label) of what :func:`order_patching` patches, in forward order: the embeddings
+    (``blocks.0.hook_resid_pre``), each block's output but the last (the next block's ``hook_resid_pre``) and, with
+    ``components``, each block's attention and MLP outputs before it (``attn.hook_attn_out``, ``mlp.hook_mlp_out``).
+    Blocks are counted from 1, as in P1."""
+    n = len(resid_sites(model))
+    out = [("blocks.0.hook_resid_pre", "embeddings")]
+    for layer in range(n):
+        if components:
+            out += [(f"blocks.{layer}.attn.hook_attn_out", f"block {layer + 1} attention"),
+                    (f"blocks.{layer}.mlp.hook_mlp_out", f"block {layer + 1} MLP")]
+        if layer < n - 1:
+            out.append((f"blocks.{layer + 1}.hook_resid_pre", f"block {layer + 1} output"))
+    return out
+
+
 def patch_resid(model: nn.Module, clean: Tensor, corrupted: Tensor, metric: Callable[[Tensor], Tensor],
                 sites: Sequence[str] | None = None) -> np.ndarray:
     """[len(sites), P]: ``metric(logits)`` (one value per input, averaged here) of ``clean`` [B, P] run with the
@@ -57,12 +73,14 @@ def patch_resid(model: nn.Module, clean: Tensor, corrupted: Tensor, metric: Call
     return out
 
 
-def order_patching(model: nn.Module, task_cfg: CompositeTaskConfig,
-                   pair: Sequence[int] | None = None) -> dict[str, Any]:
+def order_patching(model: nn.Module, task_cfg: CompositeTaskConfig, pair: Sequence[int] | None = None,
+                   components: bool = True) -> dict[str, Any]:
     """P1's held-out pair (default ``task_cfg.probe_pair``) against its reversed order, every key of the task in
     Fig. 3's template (:func:`~anchorlab.analysis.attention.probe_tokens`), patched site by site
-    (:func:`patch_resid`). The metric is the margin logit(inferential answer) − logit(symmetric answer) at the
-    last position. Returns ``sites``, ``tokens`` (the template, key and anchors in place, key 0 shown as "x"),
+    (:func:`patch_resid` over :func:`order_sites`; ``components``: each block's attention and MLP outputs too).
+    The metric is the margin logit(inferential answer) − logit(symmetric answer) at the last position. Returns
+    ``sites`` (hook names) and ``names`` (their labels), ``tokens`` (the template, key and anchors in place, the
+    key shown as "x"),
     ``margin`` [sites, P] (mean over keys), ``clean`` / ``corrupted`` (their unpatched means), ``effect``
     [sites, P] = (margin − clean) / (corrupted − clean), NaN where the gap is under :data:`MIN_GAP` logits, and
     the inferential / symmetric shifts."""
@@ -85,11 +103,11 @@ def order_patching(model: nn.Module, task_cfg: CompositeTaskConfig,
     with torch.no_grad():
         m_clean = float(margin(model(clean)).mean())
         m_corrupt = float(margin(model(corrupted)).mean())
-    sites = resid_sites(model)
+    sites, names = zip(*order_sites(model, components))
     grid = patch_resid(model, clean, corrupted, margin, sites)
     gap = m_corrupt - m_clean
     effect = (grid - m_clean) / gap if abs(gap) >= MIN_GAP else np.full_like(grid, np.nan)
     tokens: list[int | str] = list(DEFAULT_TEMPLATE)
     tokens[DEFAULT_KEY_POS:DEFAULT_KEY_POS + 3] = ["x", a1, a2]
-    return {"sites": sites, "tokens": tokens, "margin": grid, "clean": m_clean, "corrupted": m_corrupt,
-            "effect": effect, "inferential": inf, "symmetric": sym, "pair": (a1, a2)}
+    return {"sites": list(sites), "names": list(names), "tokens": tokens, "margin": grid, "clean": m_clean,
+            "corrupted": m_corrupt, "effect": effect, "inferential": inf, "symmetric": sym, "pair": (a1, a2)}

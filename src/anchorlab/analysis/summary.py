@@ -58,8 +58,8 @@ def readouts(model: nn.Module, task_cfg: CompositeTaskConfig) -> dict[str, float
     with torch.no_grad():
         mean, ahead, n = mean_mechanism_scores(model, task_cfg, task_cfg.probe_pair)
         X, pairs = attention_output_vectors(model, task_cfg)
-        patched = order_patching(model, task_cfg)
-    after_block_1 = patched["effect"][1]
+        patched = order_patching(model, task_cfg, components=False)
+    after_block_1 = patched["effect"][patched["names"].index("block 1 output")]
     return {"routing_symmetric": mean["symmetric"], "routing_inferential": mean["inferential"],
             "keys_inferential_ahead": float(ahead), "keys": float(n),
             "order_separation": order_separation(embed_2d(X, "pca")[0], pairs),

@@ -435,14 +435,14 @@ def p1_attribution(run_dirs: Sequence[Path], out: str | Path, step: Step = None,
     return save_figure(fig, rows, Path(out), "p1-attribution")
 
 
-@figure("p1-patching", "runs", "Activation patching of the held-out pair's order: the (4,3) input run with the "
-        "residual stream at one block input and position taken from (3,4), the answer margin per cell, one panel "
-        "per run")
+@figure("p1-patching", "runs", "Activation patching of the held-out pair's order: the (4,3) input run with one "
+        "block input, attention or MLP output at one position taken from (3,4), the answer margin per cell, one "
+        "panel per run")
 def p1_patching(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_steps: RunSteps = None) -> Path:
     """Not a figure of P1: where the anchors' order that decides the answer sits. For every key, the probe input of
-    the held-out pair and of its reversed order in Fig. 3's template, run in fp32; each block input (the
-    embeddings, then each block's output) at each position patched from the reversed input into the held-out one
-    (:func:`~anchorlab.analysis.patching.order_patching`), and the mean margin logit(inferential) −
+    the held-out pair and of its reversed order in Fig. 3's template, run in fp32; the embeddings, each block's
+    attention and MLP outputs and each block's output at each position patched from the reversed input into the
+    held-out one (:func:`~anchorlab.analysis.patching.order_patching`), and the mean margin logit(inferential) −
     logit(symmetric) over the keys. Where the two orders' margins differ (a composer), each cell also gives the
     share of that difference it moves. CSV: one row per run, site and position."""
     from anchorlab.analysis.patching import order_patching
@@ -452,7 +452,7 @@ def p1_patching(run_dirs: Sequence[Path], out: str | Path, step: Step = None, ru
     for d, model, cfg, at in _load_runs("p1-patching", run_dirs, step, run_steps):
         r = order_patching(model, cfg.task)
         a1, a2 = r["pair"]
-        names = ["embeddings"] + [f"block {layer} output" for layer in range(1, len(r["sites"]))]
+        names = r["names"]
         gap = ("the same answer: the order does not reach it" if np.isnan(r["effect"]).all()
                else "patched share of the difference in %")
         panels.append({"margin": r["margin"], "effect": r["effect"], "rows": names, "tokens": r["tokens"],

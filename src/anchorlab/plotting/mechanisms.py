@@ -397,13 +397,13 @@ def plot_logit_attribution(panels: Sequence[Mapping[str, Any]]) -> Figure:
 
 
 def plot_order_patching(panels: Sequence[Mapping[str, Any]]) -> Figure:
-    """Activation patching of the anchors' order, one heatmap per run (``p1-patching``): rows are the sites (block
-    inputs, top: the embeddings), columns the positions, named by their tokens; a cell's colour is the margin
-    logit(inferential) − logit(symmetric) of the clean input with that site and position taken from the reversed
-    pair (blue: towards the inferential answer, orange: the symmetric one, white 0; one scale for all panels), its
-    text the margin and, where the clean and reversed margins differ, the share of that difference the cell
-    moves. Each panel: ``{"margin": [sites, P], "effect": [sites, P] (NaN: undefined), "rows": [site label],
-    "tokens": [P], "title"}``."""
+    """Activation patching of the anchors' order, one heatmap per run (``p1-patching``). Rows are the sites (top:
+    the embeddings, then each block's attention, MLP and output), columns the positions, named by their tokens. A
+    cell's colour is the margin logit(inferential) − logit(symmetric) of the clean input with that site and
+    position taken from the reversed pair (blue: towards the inferential answer, orange: the symmetric one, white
+    0; one scale for all panels); its text is the margin and, where the clean and reversed margins differ, the
+    share of that difference the cell moves. Each panel: ``{"margin": [sites, P], "effect": [sites, P] (NaN:
+    undefined), "rows": [site label], "tokens": [P], "title"}``."""
     from matplotlib.colors import LinearSegmentedColormap
 
     cmap = LinearSegmentedColormap.from_list("sym_inf", [COLORS["symmetric"], "white", COLORS["inferential"]])
@@ -416,7 +416,7 @@ def plot_order_patching(panels: Sequence[Mapping[str, Any]]) -> Figure:
         return f"{100 * v:.0f} %".replace("-0 %", "0 %")
 
     with style():  # one panel a row: each is a wide strip (sites × positions)
-        fig, axes = plt.subplots(n, 1, figsize=(0.85 * n_cols + 3.2, (0.55 * n_rows + 1.05) * n + 0.3),
+        fig, axes = plt.subplots(n, 1, figsize=(0.85 * n_cols + 3.2, (0.42 * n_rows + 1.0) * n + 0.3),
                                  squeeze=False)
         for ax, p in zip(axes[:, 0], panels):
             M, E = np.asarray(p["margin"], dtype=np.float64), np.asarray(p["effect"], dtype=np.float64)
