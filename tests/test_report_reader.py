@@ -136,8 +136,8 @@ def test_report_of_two_sources_opens_with_the_gamma_comparison(gamma_sweep, tmp_
 def test_report_size_bound(gamma_sweep, tmp_path):
     page = write_report(gamma_sweep, tmp_path / "r.html")
     size = page.stat().st_size
-    # 4 runs, 2 of them with figures: the demo's 11 runs (5 with figures) must stay under 2 MB (with the logit
-    # attribution and the order patching, 2026-11-29: ~945 kB here)
+    # 4 runs, 2 of them with figures: ~945 kB since the logit attribution and the order patching (2026-11-29),
+    # when the demo's 11 runs (5 with figures) made a 2.07 MB page; a bound against a page that grows unnoticed
     assert size < 1_000_000, size
     a = alts(page.read_text())
     assert a.count("p1-fig13") == 1 and a.count("p1-fig4") == 2  # runs compared once; per-run figures per γ
