@@ -178,11 +178,12 @@ def parse_toml_file(path: str | Path, field_name: str = "config") -> dict[str, A
         raise ConfigError(f"{field_name}: cannot read {path} ({e.strerror})") from None
 
 
-def read_toml(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]:
+def read_toml(path: str | Path, _chain: tuple[Path, ...] = (), field_name: str = "config") -> dict[str, Any]:
     """Read a TOML config; a top-level ``base = "other.toml"`` (relative to this file) is merged first.
-    A chain of bases that comes back to a file it already read is an error naming the cycle."""
+    A chain of bases that comes back to a file it already read is an error naming the cycle; a missing or
+    invalid file is one naming ``field_name`` (a base file's: ``base`` and the file that names it)."""
     path = Path(path)
-    data = parse_toml_file(path)
+    data = parse_toml_file(path, field_name)
     # a sweep file (axes, or a top-level name: a sweep of one run has no axes) where one run's config is expected
     if "axes" in data or isinstance(data.get("name"), str):
         sweep_base = data.get("base")
@@ -196,12 +197,10 @@ def read_toml(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]
             raise ConfigError(f"base: {path}: expected the path of another TOML file, got {base!r}")
         chain = (*_chain, path.resolve())
         target = path.parent / base
-        if not target.exists():
-            raise ConfigError(f"base: {path}: file {str(target)!r} does not exist")
         if target.resolve() in chain:
             cycle = " -> ".join(str(p) for p in (*chain, target.resolve()))
             raise ConfigError(f"base: {path}: the chain of base files is a cycle ({cycle})")
-        data = merge(read_toml(target, chain), data)
+        data = merge(read_toml(target, chain, f"base: {path}"), data)
     return data
 
 

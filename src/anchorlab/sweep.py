@@ -98,9 +98,7 @@ def load_sweep(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) ->
     name = data.get("name", "x")
     if not name.strip() or "/" in name or name in (".", ".."):
         raise ConfigError(f"{path}: name: expected a non-empty name without '/', got {data['name']!r}")
-    if "base" in data and not (path.parent / data["base"]).exists():
-        raise ConfigError(f"{path}: base: file {str(path.parent / data['base'])!r} does not exist")
-    base = read_toml(path.parent / data["base"]) if "base" in data else {}
+    base = read_toml(path.parent / data["base"], field_name=f"{path}: base") if "base" in data else {}
     axes = data.get("axes", {})
     swept = {k for axis in axes for k in axis_keys(axis)}
     if "seed" in swept:  # a seed axis sets all three seeds

@@ -24,7 +24,7 @@ Labels follow TransformerLens: ``embed``, ``pos_embed``, ``{l}_attn_out`` (or ``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -139,6 +139,31 @@ def logit_lens(model: nn.Module, cache: Mapping[str, Tensor], pos: int = -1) -> 
     return torch.stack(rows)
 
 
+class HeldOutProbe(NamedTuple):
+    """P1's held-out pair as the attribution and the patching read it: the pair, its inferential and symmetric
+    label shifts, and every key of the task (the probe inputs are the pair in Fig. 3's template, one a key)."""
+
+    pair: tuple[int, int]
+    inferential: int
+    symmetric: int
+    keys: list[int]
+
+    @classmethod
+    def of(cls, task_cfg: CompositeTaskConfig, pair: Sequence[int] | None = None) -> HeldOutProbe:
+        from anchorlab.tasks.composite import inferential_shift, symmetric_shift
+
+        a1, a2 = pair if pair is not None else task_cfg.probe_pair
+        return cls((a1, a2), inferential_shift(task_cfg, a1, a2), symmetric_shift(task_cfg, a1, a2),
+                   list(range(task_cfg.key_min, task_cfg.key_max + 1)))
+
+    def margin(self, logits: Tensor) -> Tensor:
+        """Per input, logit(x + inferential) − logit(x + symmetric) at the last position, float64; a batch of
+        several copies of the keys' inputs (patching) repeats the keys."""
+        last = logits[:, -1].double()
+        x = torch.tensor(self.keys, device=last.device).repeat(len(last) // len(self.keys))[:, None]
+        return (last.gather(1, x + self.inferential) - last.gather(1, x + self.symmetric))[:, 0]
+
+
 def held_out_attribution(model: nn.Module, task_cfg: CompositeTaskConfig, pair: Sequence[int] | None = None,
                          heads: bool = False) -> dict[str, Any]:
     """P1's held-out pair read through :func:`logit_attrs` and :func:`logit_lens`: for every key x of the task,
@@ -150,20 +175,18 @@ def held_out_attribution(model: nn.Module, task_cfg: CompositeTaskConfig, pair: 
     ``lens_symmetric`` [n_layers]); the inferential and symmetric shifts are ``inferential`` / ``symmetric``."""
     from anchorlab.analysis.attention import probe_tokens
     from anchorlab.models.hooks import run_with_cache
-    from anchorlab.tasks.composite import inferential_shift, symmetric_shift
 
-    a1, a2 = pair if pair is not None else task_cfg.probe_pair
-    inf, sym = inferential_shift(task_cfg, a1, a2), symmetric_shift(task_cfg, a1, a2)
-    keys = list(range(task_cfg.key_min, task_cfg.key_max + 1))
-    logits, cache = run_with_cache(model, probe_tokens(task_cfg, keys, (a1, a2)), names=attribution_hooks(model, heads))
+    probe = HeldOutProbe.of(task_cfg, pair)
+    inf, sym = probe.inferential, probe.symmetric
+    logits, cache = run_with_cache(model, probe_tokens(task_cfg, probe.keys, probe.pair),
+                                   names=attribution_hooks(model, heads))
     assert logits is not None
-    x = torch.tensor(keys, device=logits.device)
+    x = torch.tensor(probe.keys, device=logits.device)
     attrs = logit_attrs(model, decompose_resid(model, cache, heads=heads), x + inf, x + sym)
-    last = logits[:, -1].double()
     lens = logit_lens(model, cache).argmax(-1) - x  # [L, N]: each layer's answer − x
-    return {"keys": np.asarray(keys), "inferential": inf, "symmetric": sym,
+    return {"keys": np.asarray(probe.keys), "inferential": inf, "symmetric": sym,
             "attrs": {k: v.cpu().numpy() for k, v in attrs.items()},
-            "logit_diff": (last.gather(1, (x + inf)[:, None]) - last.gather(1, (x + sym)[:, None]))[:, 0].cpu().numpy(),
-            "answer": (last.argmax(-1) - x).cpu().numpy(),
+            "logit_diff": probe.margin(logits).cpu().numpy(),
+            "answer": (logits[:, -1].argmax(-1) - x).cpu().numpy(),
             "lens_inferential": (lens == inf).double().mean(-1).cpu().numpy(),
             "lens_symmetric": (lens == sym).double().mean(-1).cpu().numpy()}

@@ -24,15 +24,19 @@ from anchorlab.models.hooks import run_with_cache, run_with_hooks
 MIN_GAP = 1.0  # logits: below this clean-to-corrupted gap of the metric, the normalised effect is not drawn
 
 
+def _n_blocks(model: nn.Module) -> int:
+    if not isinstance(getattr(model, "blocks", None), nn.ModuleList):
+        raise TypeError(f"{type(model).__name__} is not anchorlab's GPT (models.gpt.GPT): it has no residual blocks")
+    return len(model.blocks)
+
+
 def resid_sites(model: nn.Module) -> list[str]:
     """Each block's input ``blocks.{l}.hook_resid_pre`` (block 0's: the embeddings), in forward order: the points
     of the residual stream where patching one position can give different results. After its attention a block
     acts on each position alone (LayerNorm, MLP), so patching a position's ``hook_resid_mid`` or
     ``hook_resid_post`` gives what patching the next block's input there gives; and past the last attention only
     the last position reaches the logits."""
-    if not hasattr(model, "blocks"):
-        raise TypeError(f"{type(model).__name__} is not anchorlab's GPT (models.gpt.GPT): it has no residual blocks")
-    return [f"blocks.{layer}.hook_resid_pre" for layer in range(len(model.blocks))]
+    return [f"blocks.{layer}.hook_resid_pre" for layer in range(_n_blocks(model))]
 
 
 def order_sites(model: nn.Module, components: bool = True) -> list[tuple[str, str]]:
@@ -40,7 +44,7 @@ def order_sites(model: nn.Module, components: bool = True) -> list[tuple[str, st
     (``blocks.0.hook_resid_pre``), each block's output but the last (the next block's ``hook_resid_pre``) and, with
     ``components``, each block's attention and MLP outputs before it (``attn.hook_attn_out``, ``mlp.hook_mlp_out``).
     Blocks are counted from 1, as in P1."""
-    n = len(resid_sites(model))
+    n = _n_blocks(model)
     out = [("blocks.0.hook_resid_pre", "embeddings")]
     for layer in range(n):
         if components:
@@ -85,21 +89,13 @@ def order_patching(model: nn.Module, task_cfg: CompositeTaskConfig, pair: Sequen
     [sites, P] = (margin − clean) / (corrupted − clean), NaN where the gap is under :data:`MIN_GAP` logits, and
     the inferential / symmetric shifts."""
     from anchorlab.analysis.attention import DEFAULT_KEY_POS, DEFAULT_TEMPLATE, probe_tokens
-    from anchorlab.tasks.composite import inferential_shift, symmetric_shift
+    from anchorlab.analysis.attribution import HeldOutProbe
 
-    a1, a2 = pair if pair is not None else task_cfg.probe_pair
-    inf, sym = inferential_shift(task_cfg, a1, a2), symmetric_shift(task_cfg, a1, a2)
-    keys = list(range(task_cfg.key_min, task_cfg.key_max + 1))
+    probe = HeldOutProbe.of(task_cfg, pair)
+    (a1, a2), margin = probe.pair, probe.margin
     device = next(model.parameters()).device
-    x = torch.tensor(keys, device=device)
-    clean = probe_tokens(task_cfg, keys, (a1, a2)).to(device)
-    corrupted = probe_tokens(task_cfg, keys, (a2, a1)).to(device)
-
-    def margin(logits: Tensor) -> Tensor:  # per input; a batch of patched copies repeats the keys
-        last = logits[:, -1].double()
-        xs = x.repeat(len(last) // len(x))
-        return last.gather(1, (xs + inf)[:, None])[:, 0] - last.gather(1, (xs + sym)[:, None])[:, 0]
-
+    clean = probe_tokens(task_cfg, probe.keys, (a1, a2)).to(device)
+    corrupted = probe_tokens(task_cfg, probe.keys, (a2, a1)).to(device)
     with torch.no_grad():
         m_clean = float(margin(model(clean)).mean())
         m_corrupt = float(margin(model(corrupted)).mean())
@@ -110,4 +106,5 @@ def order_patching(model: nn.Module, task_cfg: CompositeTaskConfig, pair: Sequen
     tokens: list[int | str] = list(DEFAULT_TEMPLATE)
     tokens[DEFAULT_KEY_POS:DEFAULT_KEY_POS + 3] = ["x", a1, a2]
     return {"sites": list(sites), "names": list(names), "tokens": tokens, "margin": grid, "clean": m_clean,
-            "corrupted": m_corrupt, "effect": effect, "inferential": inf, "symmetric": sym, "pair": (a1, a2)}
+            "corrupted": m_corrupt, "effect": effect, "inferential": probe.inferential, "symmetric": probe.symmetric,
+            "pair": probe.pair}

@@ -59,7 +59,7 @@ def readouts(model: nn.Module, task_cfg: CompositeTaskConfig) -> dict[str, float
         mean, ahead, n = mean_mechanism_scores(model, task_cfg, task_cfg.probe_pair)
         X, pairs = attention_output_vectors(model, task_cfg)
         patched = order_patching(model, task_cfg, components=False)
-    after_block_1 = patched["effect"][patched["names"].index("block 1 output")]
+    after_block_1 = patched["effect"][patched["sites"].index("blocks.1.hook_resid_pre")]  # block 1's output
     return {"routing_symmetric": mean["symmetric"], "routing_inferential": mean["inferential"],
             "keys_inferential_ahead": float(ahead), "keys": float(n),
             "order_separation": order_separation(embed_2d(X, "pca")[0], pairs),
