@@ -166,6 +166,11 @@ def test_patch_resid_equals_one_patched_forward_pass_per_cell():
     with torch.no_grad():
         base = float(metric(m(clean)).double().mean())
     assert patch_resid(m, clean, clean.clone(), metric) == pytest.approx(base, abs=1e-4)
+    # the corrupted run's cache, when the caller has it, stands for that pass: the same grid; a cache without a
+    # site is refused, naming it
+    assert np.array_equal(patch_resid(m, clean, corrupted, metric, cache=cache), grid)
+    with pytest.raises(KeyError, match="blocks.1.hook_resid_pre"):
+        patch_resid(m, clean, corrupted, metric, cache={"blocks.0.hook_resid_pre": cache["blocks.0.hook_resid_pre"]})
 
 
 def test_order_patching_normalises_by_the_two_orders_gap():

@@ -56,15 +56,20 @@ def order_sites(model: nn.Module, components: bool = True) -> list[tuple[str, st
 
 
 def patch_resid(model: nn.Module, clean: Tensor, corrupted: Tensor, metric: Callable[[Tensor], Tensor],
-                sites: Sequence[str] | None = None) -> np.ndarray:
+                sites: Sequence[str] | None = None, cache: dict[str, Tensor] | None = None) -> np.ndarray:
     """[len(sites), P]: ``metric(logits)`` (one value per input, averaged here) of ``clean`` [B, P] run with the
     activation at (site, position) replaced by that of ``corrupted`` [B, P] (default sites: :func:`resid_sites`).
-    One forward pass per site, of the P patched copies of the batch together ([P·B, P])."""
+    One forward pass per site, of the P patched copies of the batch together ([P·B, P]). ``cache``: the corrupted
+    run's activations at ``sites``, where the caller has them already (``run_with_cache(model, corrupted,
+    names=sites)``); otherwise that pass is made here."""
     sites = resid_sites(model) if sites is None else list(sites)
     if clean.shape != corrupted.shape:
         raise ValueError(f"clean {tuple(clean.shape)} and corrupted {tuple(corrupted.shape)} differ in shape")
     B, P = clean.shape
-    _, cache = run_with_cache(model, corrupted, names=sites)
+    if cache is None:
+        _, cache = run_with_cache(model, corrupted, names=sites)
+    elif missing := [s for s in sites if s not in cache]:
+        raise KeyError(f"the cache has no activation at {', '.join(missing)}")
     out = np.zeros((len(sites), P))
     for i, site in enumerate(sites):
         def put(x: Tensor, name: str) -> Tensor:  # copy p of the batch gets position p from the corrupted run
@@ -96,11 +101,13 @@ def order_patching(model: nn.Module, task_cfg: CompositeTaskConfig, pair: Sequen
     device = next(model.parameters()).device
     clean = probe_tokens(task_cfg, probe.keys, (a1, a2)).to(device)
     corrupted = probe_tokens(task_cfg, probe.keys, (a2, a1)).to(device)
+    sites, names = zip(*order_sites(model, components))
     with torch.no_grad():
         m_clean = float(margin(model(clean)).mean())
-        m_corrupt = float(margin(model(corrupted)).mean())
-    sites, names = zip(*order_sites(model, components))
-    grid = patch_resid(model, clean, corrupted, margin, sites)
+        logits, cache = run_with_cache(model, corrupted, names=sites)  # the corrupted run, once
+        assert logits is not None
+        m_corrupt = float(margin(logits).mean())
+    grid = patch_resid(model, clean, corrupted, margin, sites, cache=cache)
     gap = m_corrupt - m_clean
     effect = (grid - m_clean) / gap if abs(gap) >= MIN_GAP else np.full_like(grid, np.nan)
     tokens: list[int | str] = list(DEFAULT_TEMPLATE)
