@@ -117,6 +117,59 @@ def test_held_out_attribution_reads_the_probe_pair():
     assert r["lens_symmetric"][-1] == pytest.approx((r["answer"] == -6).mean())
 
 
+def test_probe_contexts_draw_the_tasks_noise_around_every_key():
+    from anchorlab.analysis.attention import DEFAULT_TEMPLATE, probe_contexts, probe_tokens
+    from anchorlab.analysis.attribution import HeldOutProbe
+
+    task = CompositeTaskConfig()
+    keys = [20, 57, 99]
+    x = probe_contexts(task, keys, (4, 3), key_pos=5, n=4, seed=1)
+    assert x.shape == (12, 9)
+    assert x[:, 5].tolist() == keys * 4 and (x[:, 6] == 4).all() and (x[:, 7] == 3).all()
+    noise = x[:, [0, 1, 2, 3, 4, 8]]
+    assert noise.min() >= task.key_min and noise.max() <= task.key_max
+    # one context per block of keys: its noise is shared by the keys, and differs between contexts
+    assert (noise[0:3] == noise[0]).all() and not (noise[0] == noise[3]).all()
+    assert torch.equal(x, probe_contexts(task, keys, (4, 3), 5, 4, seed=1))
+    assert not torch.equal(x, probe_contexts(task, keys, (4, 3), 5, 4, seed=2))
+    with pytest.raises(ValueError, match="key_pos 7"):
+        probe_contexts(task, keys, (4, 3), 7, 4)
+    with pytest.raises(ValueError, match="n: a number of contexts"):
+        probe_contexts(task, keys, (4, 3), 2, 0)
+    probe = HeldOutProbe.of(task)
+    # contexts 0 is the template; moved, the template keeps its noise in order around the key and the pair
+    assert torch.equal(probe.inputs(task), probe_tokens(task, probe.keys, (4, 3)))
+    moved = probe.inputs(task, key_pos=0)
+    assert moved[0].tolist()[3:] == [v for j, v in enumerate(DEFAULT_TEMPLATE) if j not in (2, 3, 4)]
+    assert moved[0].tolist()[:3] == [probe.keys[0], 4, 3]
+    # the reversed order swaps the anchors in the same contexts
+    a, b = probe.inputs(task, False, 3, 2, seed=4), probe.inputs(task, True, 3, 2, seed=4)
+    assert torch.equal(a[:, [4, 5]], b[:, [5, 4]]) and torch.equal(a[:, [0, 1, 2, 3, 6, 7, 8]],
+                                                                     b[:, [0, 1, 2, 3, 6, 7, 8]])
+
+
+def test_held_out_attribution_over_drawn_contexts_is_the_mean_of_each_context():
+    from anchorlab.analysis.attribution import HeldOutProbe
+
+    task = CompositeTaskConfig()
+    m = build_model(ModelConfig(d_model=32, n_heads=1, d_head=16, d_mlp=64, n_layers=2, n_ctx=9), task.vocab_size)
+    apply_init(m, InitConfig(gamma=0.3), torch.Generator().manual_seed(0))
+    m.eval()
+    r = held_out_attribution(m, task, key_pos=4, contexts=3, seed=7)
+    assert "answer" not in r and r["contexts"] == 3
+    total = sum(r["attrs"].values())
+    assert abs(total - r["logit_diff"]).max() < 1e-4  # the parts still add up, context-averaged
+    # the per-key value is the mean of the three contexts' values, computed one by one
+    probe = HeldOutProbe.of(task)
+    x = probe.inputs(task, key_pos=4, contexts=3, seed=7)
+    with torch.no_grad():
+        per_input = probe.margin(m(x)).reshape(3, -1)
+        answers = (m(x)[:, -1].argmax(-1) - torch.tensor(probe.keys).repeat(3)).reshape(3, -1)
+    assert r["logit_diff"] == pytest.approx(per_input.mean(0).numpy(), abs=1e-6)
+    assert r["answer_inferential"] == pytest.approx((answers == -10).double().mean(0).numpy())
+    assert r["answer_symmetric"] == pytest.approx((answers == -6).double().mean(0).numpy())
+
+
 def test_attribution_figure_draws_and_checks_its_option(tmp_path):
     import csv
 
@@ -134,6 +187,14 @@ def test_attribution_figure_draws_and_checks_its_option(tmp_path):
     assert [int(r["layer"]) for r in rows if r["kind"] == "lens"] == [0, 1]
     with pytest.raises(ConfigError, match="heads"):
         draw("p1-attribution", [run], tmp_path / "g", heads="yes")
+    draw("p1-attribution", [run], tmp_path / "c", contexts=2, key_pos=0)
+    rows = list(csv.DictReader(open(tmp_path / "c" / "p1-attribution.csv")))
+    assert {(r["contexts"], r["key_pos"]) for r in rows} == {("2", "0")}
+    for bad, match in (({"contexts": -1}, "option contexts: a whole number >= 0"),
+                       ({"key_pos": 7}, "option key_pos: the key's position, 0 to 6")):
+        with pytest.raises(ConfigError, match=match):
+            draw("p1-attribution", [run], tmp_path / "g", **bad)
+    assert not (tmp_path / "g").exists()
 
 
 # ---- activation patching (analysis.patching) ------------------------------------------------------------------
@@ -198,6 +259,52 @@ def test_order_patching_normalises_by_the_two_orders_gap():
         assert np.isnan(r["effect"]).all()
 
 
+def test_roles_of_positions():
+    from anchorlab.analysis.patching import role_of
+
+    assert [role_of(j, 0, 9) for j in range(9)] == ["key", "first anchor", "second anchor"] + \
+        ["noise after the pair"] * 5 + ["last position"]
+    assert [role_of(j, 4, 9) for j in range(9)] == ["noise before the key"] * 4 + \
+        ["key", "first anchor", "second anchor", "noise after the pair", "last position"]
+    # key at 6: the second anchor is the last position, a role of neither
+    assert [role_of(j, 6, 9) for j in range(9)] == ["noise before the key"] * 6 + ["key", "first anchor", None]
+
+
+def test_order_patching_by_role_averages_each_key_position():
+    from anchorlab.analysis import patching
+
+    task = CompositeTaskConfig()
+    m = build_model(ModelConfig(d_model=32, n_heads=1, d_head=16, d_mlp=64, n_layers=2, n_ctx=9), task.vocab_size)
+    apply_init(m, InitConfig(gamma=0.0), torch.Generator().manual_seed(1))
+    with torch.no_grad():  # the two orders' mean margins then differ by >= MIN_GAP at every key position
+        m.unembed.W_U.mul_(100)
+    r = patching.order_patching_by_role(m.eval(), task, contexts=2, seed=3)
+    runs = r["by_key_pos"]
+    assert [x["key_pos"] for x in runs] == list(range(7)) and r["margin"].shape == (6, len(patching.ROLES))
+    assert all(abs(x["corrupted"] - x["clean"]) >= patching.MIN_GAP for x in runs)  # every effect defined here
+    # each key position is order_patching there, with its own contexts (seed + key position)
+    again = patching.order_patching(m, task, key_pos=4, contexts=2, seed=7)
+    assert np.array_equal(again["margin"], runs[4]["margin"])
+    key, first, second, after, last = (patching.ROLES.index(k) for k in
+                                       ("key", "first anchor", "second anchor", "noise after the pair",
+                                        "last position"))
+    # the key sits at key_pos, so its column is the mean of each key position's column there
+    assert r["margin"][:, key] == pytest.approx(np.mean([x["margin"][:, x["key_pos"]] for x in runs], axis=0))
+    # the last position and the second anchor leave out key position 6, where they are one position
+    assert r["effect"][:, last] == pytest.approx(np.mean([x["effect"][:, 8] for x in runs[:6]], axis=0))
+    assert r["effect"][:, second] == pytest.approx(
+        np.mean([x["effect"][:, x["key_pos"] + 2] for x in runs[:6]], axis=0))
+    # the noise after the pair: the mean of its positions, then of the key positions that have any (0-5)
+    assert r["effect"][:, after] == pytest.approx(
+        np.mean([x["effect"][:, x["key_pos"] + 3:8].mean(-1) for x in runs[:5]], axis=0))
+    # causal attention: nothing before the first anchor sees the order, so patching there moves nothing
+    before = patching.ROLES.index("noise before the key")
+    assert r["effect"][:, [before, key]] == pytest.approx(0, abs=1e-6)
+    assert np.abs(r["effect"][:, first]).max() > 0.01
+    with pytest.raises(ValueError, match="contexts"):
+        patching.order_patching_by_role(m, task, contexts=0)
+
+
 def test_patching_figure_draws(tmp_path):
     import csv
 
@@ -214,3 +321,18 @@ def test_patching_figure_draws(tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "f" / "p1-patching.csv")))
     assert (tmp_path / "f" / "p1-patching.png").stat().st_size > 10_000
     assert len(rows) == 2 * 6 * 9 and {r["site_name"] for r in rows} >= {"embeddings", "block 1 output", "block 2 MLP"}
+    draw("p1-patching", [run], tmp_path / "r", by="role", contexts=2)
+    rows = list(csv.DictReader(open(tmp_path / "r" / "p1-patching.csv")))
+    from anchorlab.analysis.patching import ROLES
+
+    assert [r["role"] for r in rows[:6]] == list(ROLES) and len(rows) == 6 * 6
+    assert {r["contexts"] for r in rows} == {"2"}
+    draw("p1-patching", [run], tmp_path / "p", contexts=1, key_pos=6)
+    rows = list(csv.DictReader(open(tmp_path / "p" / "p1-patching.csv")))
+    assert [r["token"] for r in rows[:9]] == ["·"] * 6 + ["x", "4", "3"]
+    for bad, match in (({"by": "roles"}, "option by: 'position' or 'role'"),
+                       ({"by": "role", "key_pos": 2}, "by=role reads every key position"),
+                       ({"contexts": 1.5}, "option contexts")):
+        with pytest.raises(ConfigError, match=match):
+            draw("p1-patching", [run], tmp_path / "g", **bad)
+    assert not (tmp_path / "g").exists()

@@ -46,6 +46,26 @@ def probe_tokens(task_cfg: CompositeTaskConfig, keys: Sequence[int], pair: Seque
     return x
 
 
+def probe_contexts(task_cfg: CompositeTaskConfig, keys: Sequence[int], pair: Sequence[int], key_pos: int,
+                   n: int, seed: int = 0) -> Tensor:
+    """Token batch [n·len(keys), seq_len]: ``n`` noise contexts drawn as the task draws its noise (every position
+    uniform over the keys, :func:`~anchorlab.tasks.composite.generate_composite`), each with every key of ``keys``
+    at ``key_pos`` and the pair right after it. Row i holds ``keys[i % len(keys)]`` in context ``i // len(keys)``
+    (the keys tiled, as :func:`probe_tokens`'s batch repeated): where :func:`probe_tokens` reads one fixed context
+    (the authors' template), this reads the task's own spread of them. ``seed`` fixes the contexts (a CPU
+    generator: the same contexts on every device)."""
+    if n < 1:
+        raise ValueError(f"n: a number of contexts >= 1, got {n}")
+    if not 0 <= key_pos <= task_cfg.seq_len - 3:
+        raise ValueError(f"key_pos {key_pos} leaves no room for two anchors in {task_cfg.seq_len} positions")
+    g = torch.Generator().manual_seed(seed)
+    noise = torch.randint(task_cfg.key_min, task_cfg.key_max + 1, (n, task_cfg.seq_len), generator=g)
+    x = noise.repeat_interleave(len(keys), dim=0)
+    x[:, key_pos] = torch.as_tensor(list(keys), dtype=torch.long).repeat(n)
+    x[:, key_pos + 1], x[:, key_pos + 2] = pair[0], pair[1]
+    return x
+
+
 def default_probe_input(task_cfg: CompositeTaskConfig, key: int = 99, pair: Sequence[int] = (4, 3),
                         template: Sequence[int] = DEFAULT_TEMPLATE, key_pos: int = DEFAULT_KEY_POS) -> Tensor:
     """The E3 input (Fig. 3): key 99, held-out pair (4, 3), in the authors' template. Shape [1, seq_len]."""

@@ -156,6 +156,24 @@ class HeldOutProbe(NamedTuple):
         return cls((a1, a2), inferential_shift(task_cfg, a1, a2), symmetric_shift(task_cfg, a1, a2),
                    list(range(task_cfg.key_min, task_cfg.key_max + 1)))
 
+    def inputs(self, task_cfg: CompositeTaskConfig, reversed_order: bool = False, key_pos: int | None = None,
+               contexts: int = 0, seed: int = 0) -> Tensor:
+        """Every key with the pair (``reversed_order``: the pair reversed): in Fig. 3's template (``contexts`` 0,
+        its key position unless ``key_pos`` is given), or in ``contexts`` noise contexts drawn as the task draws
+        them (:func:`~anchorlab.analysis.attention.probe_contexts`, the key at ``key_pos``, default the template's;
+        the same contexts for both orders at one ``seed``). [len(keys)·max(contexts, 1), seq_len], keys tiled."""
+        from anchorlab.analysis.attention import DEFAULT_KEY_POS, DEFAULT_TEMPLATE, probe_contexts, probe_tokens
+
+        pair = self.pair[::-1] if reversed_order else self.pair
+        at = DEFAULT_KEY_POS if key_pos is None else key_pos
+        if contexts == 0:
+            template = list(DEFAULT_TEMPLATE)
+            if at != DEFAULT_KEY_POS:  # the template's own noise moves with the key: its three slots are zeros
+                noise = [v for j, v in enumerate(DEFAULT_TEMPLATE) if not DEFAULT_KEY_POS <= j < DEFAULT_KEY_POS + 3]
+                template = noise[:at] + [0, 0, 0] + noise[at:]
+            return probe_tokens(task_cfg, self.keys, pair, template, at)
+        return probe_contexts(task_cfg, self.keys, pair, at, contexts, seed)
+
     def margin(self, logits: Tensor) -> Tensor:
         """Per input, logit(x + inferential) − logit(x + symmetric) at the last position, float64; a batch of
         several copies of the keys' inputs (patching) repeats the keys."""
@@ -165,28 +183,40 @@ class HeldOutProbe(NamedTuple):
 
 
 def held_out_attribution(model: nn.Module, task_cfg: CompositeTaskConfig, pair: Sequence[int] | None = None,
-                         heads: bool = False) -> dict[str, Any]:
+                         heads: bool = False, key_pos: int | None = None, contexts: int = 0,
+                         seed: int = 0) -> dict[str, Any]:
     """P1's held-out pair read through :func:`logit_attrs` and :func:`logit_lens`: for every key x of the task,
     the probe input of ``pair`` (default ``task_cfg.probe_pair``; the authors' Fig. 3 template,
-    :func:`~anchorlab.analysis.attention.probe_tokens`) and the logit difference inferential − symmetric answer
-    (x + shift(a1) + shift(a2) against the reversed pair's answer), split by part. Returns ``keys`` [N],
-    ``attrs`` {part: [N]} (summing to ``logit_diff`` [N]), ``answer`` [N] (the model's answer minus x), and per
-    layer of the lens the shares of keys answered inferentially and symmetrically (``lens_inferential``,
-    ``lens_symmetric`` [n_layers]); the inferential and symmetric shifts are ``inferential`` / ``symmetric``."""
-    from anchorlab.analysis.attention import probe_tokens
+    :func:`~anchorlab.analysis.attention.probe_tokens`, or with ``contexts`` > 0 that many noise contexts drawn
+    as the task draws them, the key at ``key_pos``: :meth:`HeldOutProbe.inputs`) and the logit difference
+    inferential − symmetric answer (x + shift(a1) + shift(a2) against the reversed pair's answer), split by part.
+    Returns ``keys`` [N], ``attrs`` {part: [N]} (summing to ``logit_diff`` [N]), ``answer`` [N] (the model's
+    answer minus x), and per layer of the lens the shares of inputs answered inferentially and symmetrically
+    (``lens_inferential``, ``lens_symmetric`` [n_layers]); the inferential and symmetric shifts are
+    ``inferential`` / ``symmetric``; ``answer_inferential`` / ``answer_symmetric`` [N] are the shares of each
+    key's inputs answered so. With contexts, every per-key value is the mean over the contexts (and ``answer``, one
+    input's, is left out)."""
     from anchorlab.models.hooks import run_with_cache
 
     probe = HeldOutProbe.of(task_cfg, pair)
     inf, sym = probe.inferential, probe.symmetric
-    logits, cache = run_with_cache(model, probe_tokens(task_cfg, probe.keys, probe.pair),
+    logits, cache = run_with_cache(model, probe.inputs(task_cfg, key_pos=key_pos, contexts=contexts, seed=seed),
                                    names=attribution_hooks(model, heads))
     assert logits is not None
-    x = torch.tensor(probe.keys, device=logits.device)
+    K, n = len(probe.keys), max(contexts, 1)
+    x = torch.tensor(probe.keys, device=logits.device).repeat(n)
     attrs = logit_attrs(model, decompose_resid(model, cache, heads=heads), x + inf, x + sym)
-    lens = logit_lens(model, cache).argmax(-1) - x  # [L, N]: each layer's answer − x
-    return {"keys": np.asarray(probe.keys), "inferential": inf, "symmetric": sym,
-            "attrs": {k: v.cpu().numpy() for k, v in attrs.items()},
-            "logit_diff": probe.margin(logits).cpu().numpy(),
-            "answer": (logits[:, -1].argmax(-1) - x).cpu().numpy(),
-            "lens_inferential": (lens == inf).double().mean(-1).cpu().numpy(),
-            "lens_symmetric": (lens == sym).double().mean(-1).cpu().numpy()}
+    lens = logit_lens(model, cache).argmax(-1) - x  # [L, N·n]: each layer's answer − x
+
+    def per_key(v: Tensor) -> np.ndarray:  # [..., n·K] -> [..., K], the mean over the contexts
+        return v.double().reshape(*v.shape[:-1], n, K).mean(-2).cpu().numpy()
+
+    answer = logits[:, -1].argmax(-1) - x
+    out = {"keys": np.asarray(probe.keys), "inferential": inf, "symmetric": sym,
+           "attrs": {k: per_key(v) for k, v in attrs.items()}, "logit_diff": per_key(probe.margin(logits)),
+           "lens_inferential": (lens == inf).double().mean(-1).cpu().numpy(),
+           "lens_symmetric": (lens == sym).double().mean(-1).cpu().numpy(), "contexts": contexts}
+    out["answer_inferential"], out["answer_symmetric"] = per_key(answer == inf), per_key(answer == sym)
+    if contexts == 0:
+        out["answer"] = answer.cpu().numpy()
+    return out

@@ -83,24 +83,28 @@ def patch_resid(model: nn.Module, clean: Tensor, corrupted: Tensor, metric: Call
 
 
 def order_patching(model: nn.Module, task_cfg: CompositeTaskConfig, pair: Sequence[int] | None = None,
-                   components: bool = True) -> dict[str, Any]:
+                   components: bool = True, key_pos: int | None = None, contexts: int = 0,
+                   seed: int = 0) -> dict[str, Any]:
     """P1's held-out pair (default ``task_cfg.probe_pair``) against its reversed order, every key of the task in
-    Fig. 3's template (:func:`~anchorlab.analysis.attention.probe_tokens`), patched site by site
+    Fig. 3's template (:func:`~anchorlab.analysis.attention.probe_tokens`), or with ``contexts`` > 0 in that many
+    noise contexts drawn as the task draws them, the key at ``key_pos`` (default the template's; the same contexts
+    for both orders: :meth:`~anchorlab.analysis.attribution.HeldOutProbe.inputs`), patched site by site
     (:func:`patch_resid` over :func:`order_sites`; ``components``: each block's attention and MLP outputs too).
     The metric is the margin logit(inferential answer) − logit(symmetric answer) at the last position. Returns
-    ``sites`` (hook names) and ``names`` (their labels), ``tokens`` (the template, key and anchors in place, the
-    key shown as "x"),
-    ``margin`` [sites, P] (mean over keys), ``clean`` / ``corrupted`` (their unpatched means), ``effect``
-    [sites, P] = (margin − clean) / (corrupted − clean), NaN where the gap is under :data:`MIN_GAP` logits, and
-    the inferential / symmetric shifts."""
-    from anchorlab.analysis.attention import DEFAULT_KEY_POS, DEFAULT_TEMPLATE, probe_tokens
+    ``sites`` (hook names) and ``names`` (their labels), ``tokens`` (the template's, or "·" for drawn noise, with
+    the key shown as "x" and the anchors in place), ``key_pos``,
+    ``margin`` [sites, P] (mean over keys and contexts), ``clean`` / ``corrupted`` (their unpatched means),
+    ``effect`` [sites, P] = (margin − clean) / (corrupted − clean), NaN where the gap is under :data:`MIN_GAP`
+    logits, and the inferential / symmetric shifts."""
+    from anchorlab.analysis.attention import DEFAULT_KEY_POS
     from anchorlab.analysis.attribution import HeldOutProbe
 
     probe = HeldOutProbe.of(task_cfg, pair)
     (a1, a2), margin = probe.pair, probe.margin
+    at = DEFAULT_KEY_POS if key_pos is None else key_pos
     device = next(model.parameters()).device
-    clean = probe_tokens(task_cfg, probe.keys, (a1, a2)).to(device)
-    corrupted = probe_tokens(task_cfg, probe.keys, (a2, a1)).to(device)
+    clean = probe.inputs(task_cfg, False, at, contexts, seed).to(device)
+    corrupted = probe.inputs(task_cfg, True, at, contexts, seed).to(device)
     sites, names = zip(*order_sites(model, components))
     with torch.no_grad():
         m_clean = float(margin(model(clean)).mean())
@@ -110,8 +114,58 @@ def order_patching(model: nn.Module, task_cfg: CompositeTaskConfig, pair: Sequen
     grid = patch_resid(model, clean, corrupted, margin, sites, cache=cache)
     gap = m_corrupt - m_clean
     effect = (grid - m_clean) / gap if abs(gap) >= MIN_GAP else np.full_like(grid, np.nan)
-    tokens: list[int | str] = list(DEFAULT_TEMPLATE)
-    tokens[DEFAULT_KEY_POS:DEFAULT_KEY_POS + 3] = ["x", a1, a2]
-    return {"sites": list(sites), "names": list(names), "tokens": tokens, "margin": grid, "clean": m_clean,
-            "corrupted": m_corrupt, "effect": effect, "inferential": probe.inferential, "symmetric": probe.symmetric,
-            "pair": probe.pair}
+    tokens: list[int | str] = list(clean[0].tolist()) if contexts == 0 else ["·"] * task_cfg.seq_len
+    tokens[at:at + 3] = ["x", a1, a2]
+    return {"sites": list(sites), "names": list(names), "tokens": tokens, "key_pos": at, "margin": grid,
+            "clean": m_clean, "corrupted": m_corrupt, "effect": effect, "inferential": probe.inferential,
+            "symmetric": probe.symmetric, "pair": probe.pair}
+
+
+ROLES = ("noise before the key", "key", "first anchor", "second anchor", "noise after the pair", "last position")
+
+
+def role_of(position: int, key_pos: int, seq_len: int) -> str | None:
+    """The role (:data:`ROLES`) of ``position`` in an input with the key at ``key_pos``; None for the second
+    anchor when it is the last position (key at ``seq_len − 3``: the two roles are one position there)."""
+    if key_pos == seq_len - 3 and position == seq_len - 1:
+        return None
+    if position == seq_len - 1:
+        return "last position"
+    offset = position - key_pos
+    return ("noise before the key" if offset < 0 else ("key", "first anchor", "second anchor")[offset]
+            if offset < 3 else "noise after the pair")
+
+
+def order_patching_by_role(model: nn.Module, task_cfg: CompositeTaskConfig, pair: Sequence[int] | None = None,
+                           components: bool = True, contexts: int = 4, seed: int = 0) -> dict[str, Any]:
+    """:func:`order_patching` at every key position the task draws (0 … seq_len − 3), ``contexts`` noise contexts
+    each (context seed ``seed`` + key position), read by role instead of by position: the positions of a role
+    (:data:`ROLES`; :func:`role_of`) are averaged within a key position, and the key positions where the role
+    exists are averaged, each normalised by its own clean-to-reversed gap (NaN where under :data:`MIN_GAP`). So
+    every key position weighs the same, as in the task, whose key position is uniform. The key position that
+    puts the second anchor last (its roles are one position) enters only its other roles. Returns ``roles``,
+    ``sites``, ``names``, ``margin`` / ``effect`` [sites, roles] (NaN where a role never occurs), ``clean`` /
+    ``corrupted`` (means over key positions) and ``by_key_pos`` (each key position's :func:`order_patching`)."""
+    if contexts < 1:
+        raise ValueError(f"contexts: a number of noise contexts per key position >= 1, got {contexts}")
+    L = task_cfg.seq_len
+    runs = [order_patching(model, task_cfg, pair, components, kp, contexts, seed + kp) for kp in range(L - 2)]
+    n_sites = len(runs[0]["sites"])
+    margin = np.full((n_sites, len(ROLES)), np.nan)
+    effect = np.full((n_sites, len(ROLES)), np.nan)
+    for i, role in enumerate(ROLES):
+        m_rows, e_rows = [], []
+        for r in runs:
+            cols = [j for j in range(L) if role_of(j, r["key_pos"], L) == role]
+            if cols:
+                m_rows.append(r["margin"][:, cols].mean(-1))
+                e_rows.append(r["effect"][:, cols].mean(-1))
+        if m_rows:
+            margin[:, i] = np.mean(m_rows, axis=0)
+            with np.errstate(all="ignore"):  # a role seen only at key positions with no gap: NaN, quietly
+                effect[:, i] = np.nanmean(np.stack(e_rows), axis=0) if not np.isnan(e_rows).all() else np.nan
+    return {"roles": list(ROLES), "sites": runs[0]["sites"], "names": runs[0]["names"], "margin": margin,
+            "effect": effect, "clean": float(np.mean([r["clean"] for r in runs])),
+            "corrupted": float(np.mean([r["corrupted"] for r in runs])), "by_key_pos": runs,
+            "contexts": contexts, "inferential": runs[0]["inferential"], "symmetric": runs[0]["symmetric"],
+            "pair": runs[0]["pair"]}

@@ -393,13 +393,34 @@ def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_st
     return save_figure(fig, rows, Path(out), "p1-keys")
 
 
+def _probe_inputs(name: str, cfg: RunConfig, contexts: Any, key_pos: Any) -> tuple[int, int | None]:
+    """The ``contexts`` and ``key_pos`` options of ``p1-attribution`` / ``p1-patching``, checked against the run's
+    task: one line naming the option where they do not fit. ``key_pos`` −1 (the default): the template's."""
+    last = cfg.task.seq_len - 3
+    if not isinstance(contexts, int) or isinstance(contexts, bool) or contexts < 0:
+        raise ConfigError(f"figure {name}: option contexts: a whole number >= 0 (0: Fig. 3's template; N: N noise "
+                          f"contexts drawn as the task draws them), got {contexts!r}")
+    if not isinstance(key_pos, int) or isinstance(key_pos, bool) or not -1 <= key_pos <= last:
+        raise ConfigError(f"figure {name}: option key_pos: the key's position, 0 to {last} (-1: the template's, "
+                          f"2), got {key_pos!r}")
+    return contexts, None if key_pos == -1 else key_pos
+
+
+def _inputs_text(contexts: int, key_pos: int | None) -> str:
+    """How a probe figure's inputs were made, for its titles."""
+    at = "" if key_pos is None else f", key at position {key_pos}"
+    return f"Fig. 3's template{at}" if contexts == 0 else f"{contexts} drawn noise contexts a key{at}"
+
+
 @figure("p1-attribution", "runs", "Direct logit attribution of the held-out pair: what each part (embeddings, each "
         "attention and MLP output, each LayerNorm bias) adds to logit(inferential) − logit(symmetric), key by key, "
         "one panel per run; and the logit lens")
 def p1_attribution(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_steps: RunSteps = None,
-                   heads: bool = False) -> Path:
+                   heads: bool = False, contexts: int = 0, key_pos: int = -1) -> Path:
     """Not a figure of P1: which component writes the held-out pair's answer. For every key, the probe input of the
-    pair in the authors' Fig. 3 template, run in fp32; the unembedding's input at the last position split by the
+    pair in the authors' Fig. 3 template (``contexts`` > 0: that many noise contexts drawn as the task draws them,
+    each part the mean over them; ``key_pos``: where the key sits), run in fp32; the unembedding's input at the
+    last position split by the
     component that wrote it, through each post-LN LayerNorm with its scale frozen
     (:func:`~anchorlab.analysis.attribution.decompose_resid`), and each part's direct effect on the logit
     difference inferential − symmetric answer (the parts sum to it). ``heads`` splits attention outputs by head.
@@ -413,20 +434,21 @@ def p1_attribution(run_dirs: Sequence[Path], out: str | Path, step: Step = None,
         raise ConfigError(f"figure p1-attribution: option heads: true or false, got {heads!r}")
     panels, rows = [], []
     for d, model, cfg, at in _load_runs("p1-attribution", run_dirs, step, run_steps):
-        r = held_out_attribution(model, cfg.task, heads=heads)
-        answer = r["answer"]
-        kinds = np.where(answer == r["inferential"], "inferential",
-                         np.where(answer == r["symmetric"], "symmetric", "other"))
+        n, where = _probe_inputs("p1-attribution", cfg, contexts, key_pos)
+        r = held_out_attribution(model, cfg.task, heads=heads, key_pos=where, contexts=n)
+        inf, sym = r["answer_inferential"], r["answer_symmetric"]  # per key: the share of its inputs
+        kinds = np.where(inf >= 0.5, "inferential", np.where(sym >= 0.5, "symmetric", "other"))
         c = probe_columns(cfg)
         lens = " · ".join(f"{i + 1}: {a:.2f}/{b:.2f}" for i, (a, b) in
                           enumerate(zip(r["lens_inferential"], r["lens_symmetric"])))
-        title = (f"{_label(cfg, d, at)}\n{c['pair']} in fp32: inferential {np.mean(kinds == 'inferential'):.2f}, "
-                 f"symmetric {np.mean(kinds == 'symmetric'):.2f} of {len(kinds)} keys\n"
+        title = (f"{_label(cfg, d, at)}\n{c['pair']} in fp32, {_inputs_text(n, where)}: inferential "
+                 f"{inf.mean():.2f}, symmetric {sym.mean():.2f} of {len(inf) * max(n, 1)} inputs\n"
                  f"logit lens after block (inf/sym) {lens}")
         parts = list(r["attrs"])
         panels.append({"parts": parts, "values": np.stack([r["attrs"][p] for p in parts]), "kinds": kinds,
                        "title": title})
-        base = {"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed, "pair": c["pair"]}
+        base = {"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed, "pair": c["pair"],
+                "contexts": n, "key_pos": where if where is not None else 2}
         rows += [{**base, "kind": "attribution", "part": p, "key": int(k), "answer": kind, "value": float(v)}
                  for p in parts for k, kind, v in zip(r["keys"], kinds, r["attrs"][p])]
         rows += [{**base, "kind": "lens", "layer": i, "inferential": float(a), "symmetric": float(b)}
@@ -438,32 +460,54 @@ def p1_attribution(run_dirs: Sequence[Path], out: str | Path, step: Step = None,
 @figure("p1-patching", "runs", "Activation patching of the held-out pair's order: the (4,3) input run with one "
         "block input, attention or MLP output at one position taken from (3,4), the answer margin per cell, one "
         "panel per run")
-def p1_patching(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_steps: RunSteps = None) -> Path:
+def p1_patching(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_steps: RunSteps = None,
+                contexts: int = 0, key_pos: int = -1, by: str = "position") -> Path:
     """Not a figure of P1: where the anchors' order that decides the answer sits. For every key, the probe input of
-    the held-out pair and of its reversed order in Fig. 3's template, run in fp32; the embeddings, each block's
-    attention and MLP outputs and each block's output at each position patched from the reversed input into the
-    held-out one (:func:`~anchorlab.analysis.patching.order_patching`), and the mean margin logit(inferential) −
-    logit(symmetric) over the keys. Where the two orders' margins differ (a composer), each cell also gives the
-    share of that difference it moves. CSV: one row per run, site and position."""
-    from anchorlab.analysis.patching import order_patching
+    the held-out pair and of its reversed order in Fig. 3's template (``contexts`` > 0: that many noise contexts
+    drawn as the task draws them, the same for both orders; ``key_pos``: where the key sits), run in fp32; the
+    embeddings, each block's attention and MLP outputs and each block's output at each position patched from the
+    reversed input into the held-out one (:func:`~anchorlab.analysis.patching.order_patching`), and the mean
+    margin logit(inferential) − logit(symmetric) over the inputs. Where the two orders' margins differ (a
+    composer), each cell also gives the share of that difference it moves. ``by="role"``: columns are roles
+    instead of positions (the key, each anchor, the last position, the noise before and after), over every key
+    position the task draws, ``contexts`` (default 4 there) each
+    (:func:`~anchorlab.analysis.patching.order_patching_by_role`). CSV: one row per run, site and column."""
+    from anchorlab.analysis.patching import order_patching, order_patching_by_role
     from anchorlab.plotting.mechanisms import plot_order_patching
 
+    if by not in ("position", "role"):
+        raise ConfigError(f"figure p1-patching: option by: 'position' or 'role', got {by!r}")
     panels, rows = [], []
     for d, model, cfg, at in _load_runs("p1-patching", run_dirs, step, run_steps):
-        r = order_patching(model, cfg.task)
+        n, where = _probe_inputs("p1-patching", cfg, contexts, key_pos)
+        if by == "role":
+            if where is not None:
+                raise ConfigError("figure p1-patching: option key_pos: by=role reads every key position; drop "
+                                  "key_pos or use by=position")
+            n = n or 4
+            r = order_patching_by_role(model, cfg.task, contexts=n)
+            columns, inputs = r["roles"], f"every key position, {n} drawn noise contexts a key at each"
+        else:
+            r = order_patching(model, cfg.task, key_pos=where, contexts=n)
+            columns, inputs = r["tokens"], _inputs_text(n, where)
         a1, a2 = r["pair"]
         names = r["names"]
         gap = ("the same answer: the order does not reach it" if np.isnan(r["effect"]).all()
                else "patched share of the difference in %")
-        panels.append({"margin": r["margin"], "effect": r["effect"], "rows": names, "tokens": r["tokens"],
-                       "title": f"{_label(cfg, d, at)}\nmargin ({a1},{a2}) {r['clean']:+.1f}, reversed ({a2},{a1}) "
-                                f"{r['corrupted']:+.1f}: {gap}"})
+        panels.append({"margin": r["margin"], "effect": r["effect"], "rows": names, "tokens": columns,
+                       "xlabel": "position (its token; x: the key; ·: drawn noise)" if by == "position" else
+                       "role of the patched position (its positions and the key positions averaged)",
+                       "title": f"{_label(cfg, d, at)}, {inputs}\nmargin ({a1},{a2}) {r['clean']:+.1f}, reversed "
+                                f"({a2},{a1}) {r['corrupted']:+.1f}: {gap}"})
         base = {"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed,
-                "pair": f"({a1},{a2})", "clean_margin": r["clean"], "reversed_margin": r["corrupted"]}
-        rows += [{**base, "site": site, "site_name": name, "position": j, "token": str(r["tokens"][j]),
-                  "margin": float(r["margin"][i, j]),
+                "pair": f"({a1},{a2})", "contexts": n, "by": by, "clean_margin": r["clean"],
+                "reversed_margin": r["corrupted"]}
+        cells = ([{"position": j, "token": str(c)} for j, c in enumerate(columns)] if by == "position"
+                 else [{"role": c} for c in columns])
+        rows += [{**base, "site": site, "site_name": name, **cells[j],
+                  "margin": None if np.isnan(r["margin"][i, j]) else float(r["margin"][i, j]),
                   "effect": None if np.isnan(r["effect"][i, j]) else float(r["effect"][i, j])}
-                 for i, (site, name) in enumerate(zip(r["sites"], names)) for j in range(len(r["tokens"]))]
+                 for i, (site, name) in enumerate(zip(r["sites"], names)) for j in range(len(columns))]
     fig = plot_order_patching(panels)
     return save_figure(fig, rows, Path(out), "p1-patching")
 

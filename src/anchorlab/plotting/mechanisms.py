@@ -5,6 +5,7 @@ Each panel kind has an axes-level ``draw_*`` function; the ``plot_*`` functions 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -403,7 +404,8 @@ def plot_order_patching(panels: Sequence[Mapping[str, Any]]) -> Figure:
     position taken from the reversed pair (blue: towards the inferential answer, orange: the symmetric one, white
     0; one scale for all panels); its text is the margin and, where the clean and reversed margins differ, the
     share of that difference the cell moves. Each panel: ``{"margin": [sites, P], "effect": [sites, P] (NaN:
-    undefined), "rows": [site label], "tokens": [P], "title"}``."""
+    undefined), "rows": [site label], "tokens": [P] (the column labels: tokens, or roles), "title"}`` and
+    optionally ``"xlabel"``; a NaN margin (a role that never occurs) is left blank."""
     from matplotlib.colors import LinearSegmentedColormap
 
     cmap = LinearSegmentedColormap.from_list("sym_inf", [COLORS["symmetric"], "white", COLORS["inferential"]])
@@ -423,13 +425,18 @@ def plot_order_patching(panels: Sequence[Mapping[str, Any]]) -> Figure:
             im = ax.imshow(M, cmap=cmap, vmin=-top, vmax=top, aspect="auto", interpolation="nearest")
             for i in range(M.shape[0]):
                 for j in range(M.shape[1]):
+                    if np.isnan(M[i, j]):
+                        continue
                     text = f"{M[i, j]:+.1f}" + ("" if np.isnan(E[i, j]) else f"\n{pct(E[i, j])}")
                     ax.text(j, i, text, ha="center", va="center", fontsize=7)
-            ax.set_xticks(range(M.shape[1]), [str(t) for t in p["tokens"]], fontsize=8)
+            labels = [str(t) for t in p["tokens"]]
+            wide = max(map(len, labels)) > 3  # roles: two lines each
+            ax.set_xticks(range(M.shape[1]), [textwrap.fill(s, 13) for s in labels] if wide else labels,
+                          fontsize=7 if wide else 8)
             ax.set_yticks(range(M.shape[0]), p["rows"], fontsize=8)
             ax.set_title(p["title"], fontsize=8.5)
             ax.grid(False)
-        axes[-1, 0].set_xlabel("position (its token; x: the key)")
+        axes[-1, 0].set_xlabel(panels[-1].get("xlabel", "position (its token; x: the key)"))
         fig.tight_layout(rect=(0, 0, 0.9, 1))
         cax = fig.add_axes((0.91, 0.15, 0.015, 0.7))
         fig.colorbar(im, cax=cax, label="patched margin:\nlogit(inferential) − logit(symmetric)")
