@@ -68,3 +68,22 @@ def test_deviation_histograms():
     assert len(pooled) == 12
     assert max(pooled, key=pooled.get) == "4"  # the test-type keys' symmetric answers dominate the pooled one
     assert pooled["4"] == ((probe & test).sum() + (offsets == 4).sum()) / probe.sum()
+
+
+def test_held_out_accuracies_by_key_position():
+    """The held-out pair per key position: a model symmetric everywhere but where the second anchor is the last
+    token (key at seq_len − 3) reads 1/0 at positions 0-5 and 0/0 at position 6, and the pooled accuracy is their
+    mean weighted by the rows."""
+    cfg = RunConfig().replace(**{"task.data_size": 32_000}).task
+    d = make_task_data(cfg, 1)
+    key, pair, pos = d.extra["key"], d.extra["pair"], d.extra["key_pos"]
+    probe = (pair == [4, 3]).all(1)
+    pred = key - 6  # symmetric on (4,3)
+    last = cfg.seq_len - 3
+    pred[probe & (pos == last)] = key[probe & (pos == last)] - 7  # x − 7 there
+    m = composite_metrics(d, cfg, pred, np.zeros(len(d)))
+    sym, inf = m["unseen_symmetric_by_key_pos"], m["unseen_inferential_by_key_pos"]
+    assert list(sym) == [str(p) for p in range(last + 1)]
+    assert all(sym[str(p)] == 1 for p in range(last)) and sym[str(last)] == 0 and set(inf.values()) == {0.0}
+    share = (probe & (pos == last)).sum() / probe.sum()
+    assert m["unseen_symmetric_acc"] == 1 - share

@@ -130,7 +130,8 @@ def test_run_report_has_everything_and_renders(composite_run, tmp_path, browser)
     cfg = json.loads((composite_run / "config.json").read_text())
     for needle in ("Provenance", "git commit", "anchorlab version", composite_run.name, "Resolved config",
                    "Final metrics", "unseen_inferential_acc", "data (CSV)", "wq0_n_groups",
-                   f"&quot;gamma&quot;: {cfg['init']['gamma']}"):
+                   f"&quot;gamma&quot;: {cfg['init']['gamma']}", "Held-out pair by the key's position",
+                   "<th>6 (2nd anchor last)</th>"):
         assert needle in text, needle
     probe = render(browser, page, tmp_path)
     assert probe["errors"] == []

@@ -24,9 +24,12 @@ def test_training_writes_tensorboard_scalars_that_match_metrics(tmp_path):
     acc = _accumulator(run)
     tags = set(acc.Tags()["scalars"])
     for tag in ("train_loss", "lr", "seen_train_acc", "seen_test_acc", "unseen_inferential_acc",
-                "unseen_symmetric_acc", "group_acc/4-3_xel"):
+                "unseen_symmetric_acc", "group_acc/4-3_xel", "unseen_inferential_by_key_pos/6",
+                "unseen_symmetric_by_key_pos/0"):
         assert tag in tags, tag
     history = rundir.read_metrics(run)
+    events = acc.Scalars("unseen_symmetric_by_key_pos/6")
+    assert [e.value for e in events] == pytest.approx([r["unseen_symmetric_by_key_pos"]["6"] for r in history])
     for tag in ("train_loss", "unseen_symmetric_acc", "lr"):
         events = acc.Scalars(tag)
         assert [e.step for e in events] == [r["step"] for r in history]

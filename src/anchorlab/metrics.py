@@ -46,7 +46,10 @@ def composite_metrics(data: TaskData, task_cfg: Any, pred: np.ndarray, loss: np.
     and symmetric accuracy (prediction = the reversed pair's designated answer), per key type
     (``_xel`` train-type, ``_xm0`` test-type) and pooled; and the deviation histogram
     {prediction - inferential answer: fraction}: pooled, its 12 most frequent offsets (``unseen_deviation``),
-    and complete on the train-type keys (``unseen_deviation_xel``), the one the authors' code logs (on ``43_xel``).
+    and complete on the train-type keys (``unseen_deviation_xel``), the one the authors' code logs (on ``43_xel``);
+    and both accuracies per key position, {position: accuracy} (``unseen_inferential_by_key_pos``,
+    ``unseen_symmetric_by_key_pos``; the anchors follow the key, so at position seq_len − 3 the second anchor is the
+    last token, the one that answers).
     """
     from anchorlab.tasks.composite import inferential_shift, symmetric_shift
 
@@ -69,6 +72,10 @@ def composite_metrics(data: TaskData, task_cfg: Any, pred: np.ndarray, loss: np.
     m["unseen_deviation"] = _deviation(pred[probe] - inf_ans[probe], most=12)
     xel = probe & ~key_test
     m["unseen_deviation_xel"] = _deviation(pred[xel] - inf_ans[xel])
+    key_pos = data.extra["key_pos"]
+    for name, answer in (("inferential", inf_ans), ("symmetric", sym_ans)):
+        m[f"unseen_{name}_by_key_pos"] = {str(p): _mean(pred[rows] == answer[rows]) for p in np.unique(key_pos)
+                                          if (rows := probe & (key_pos == p)).any()}
     m["group_acc"] = {name: _mean(correct[data.group == g]) for g, name in enumerate(data.group_names)}
     return m
 

@@ -5,7 +5,8 @@ writes) and appends its scalars:
 
 - **TensorBoard** (``pip install 'anchorlab[track]'``): every top-level number of the record (losses, accuracies,
   the (4,3) inferential / symmetric fractions, exact match, ``lr``, ``grad_norm`` where the record has it,
-  mechanism scalars) and each entry of ``group_acc`` as ``group_acc/<group>``, at the record's ``step``. The
+  mechanism scalars), each entry of ``group_acc`` as ``group_acc/<group>`` and the held-out pair's accuracies per
+  key position as ``unseen_inferential_by_key_pos/<position>`` (and symmetric), at the record's ``step``. The
   events go to one file per run, ``<run_dir>/events.out.tfevents.anchorlab``, opened in append mode for each
   record: no open handle is kept, a resumed run continues the same file, and the file has the same name in
   every run directory. ``tensorboard --logdir runs/`` shows every run below ``runs/``. Without the
@@ -46,14 +47,19 @@ def _note_once(key: str, text: str) -> None:
         print(f"anchorlab: {text}", file=sys.stderr)
 
 
+# The nested records whose entries are scalars of their own: accuracy per group, the held-out pair per key position.
+SPREAD = ("group_acc", "unseen_inferential_by_key_pos", "unseen_symmetric_by_key_pos")
+
+
 def scalars(record: dict[str, Any]) -> dict[str, float]:
-    """{tag: value} of a metrics record: its finite top-level numbers and ``group_acc/<group>`` entries."""
+    """{tag: value} of a metrics record: its finite top-level numbers and the entries of :data:`SPREAD`'s records
+    (``group_acc/<group>``, ``unseen_inferential_by_key_pos/<position>``, ...)."""
     out: dict[str, float] = {}
     for key, value in record.items():
         if key in _SKIP:
             continue
-        if key == "group_acc" and isinstance(value, dict):
-            out.update({f"group_acc/{g}": float(v) for g, v in value.items() if _is_number(v)})
+        if key in SPREAD and isinstance(value, dict):
+            out.update({f"{key}/{g}": float(v) for g, v in value.items() if _is_number(v)})
         elif _is_number(value):
             out[key] = float(value)
     return out

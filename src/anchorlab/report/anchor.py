@@ -34,6 +34,7 @@ from anchorlab.report.html import (
     run_head,
     skipped_list,
     sweep_head,
+    table,
     wide_table,
 )
 from anchorlab.sweep import MANIFEST, collect
@@ -161,6 +162,13 @@ def _final_metrics(summary: dict[str, Any], cfg: Any) -> str:
         out += "<h4>Best over evaluations</h4>" + kv_table(summary["best"])
     if isinstance(summary.get("group_acc"), dict):
         out += "<h4>Accuracy per group (final)</h4>" + wide_table(summary["group_acc"])
+    by_pos = [d for a in ("inferential", "symmetric") if isinstance(d := summary.get(f"unseen_{a}_by_key_pos"), dict)]
+    if len(by_pos) == 2 and all(by_pos):
+        last = cfg.task.seq_len - 3  # there the second anchor is the last token
+        rows = [{"answer": a, **{f"{p} (2nd anchor last)" if int(p) == last else p: v for p, v in d.items()}}
+                for a, d in zip(("inferential", "symmetric"), by_pos)]
+        out += ("<h4>Held-out pair by the key's position (final; the anchors follow the key)</h4>"
+                + table(rows, list(rows[0])))
     if isinstance(summary.get("unseen_deviation"), dict):
         out += ("<h4>Held-out pair: prediction − inferential answer (fraction of its inputs; the 12 most "
                 "frequent)</h4>" + _deviation_table(summary["unseen_deviation"], cfg))
