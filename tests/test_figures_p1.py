@@ -577,6 +577,18 @@ def test_keys_figure_resolves_the_logged_accuracy_over_the_keys(runs, tmp_path):
     assert {r["pair"] for r in rows} == {"(4,3)"}
     with pytest.raises(ConfigError, match="composed"):
         draw("p1-keys", runs, tmp_path, composed=1.5)
+    # by the key's position: each position's shares are what the evaluation logged for it
+    draw("p1-keys", runs, tmp_path / "pos", by="key_pos")
+    rows = read_csv(tmp_path / "pos" / "p1-keys.csv")
+    for d in runs:
+        mine = [r for r in rows if r["run_id"] == d.name]
+        [logged] = [m for m in rundir.read_metrics(d) if m["step"] == rundir.checkpoint_steps(d)[-1]]
+        assert [r["key_pos"] for r in mine] == list(logged["unseen_inferential_by_key_pos"])
+        for share in ("inferential", "symmetric"):
+            assert [float(r[share]) for r in mine] == pytest.approx(
+                list(logged[f"unseen_{share}_by_key_pos"].values()), abs=1e-9)
+    with pytest.raises(ConfigError, match="option by: 'key' or 'key_pos'"):
+        draw("p1-keys", runs, tmp_path / "bad", by="position")
 
 
 def test_keys_panels_of_another_pair_get_their_own_legend():

@@ -21,15 +21,21 @@ from anchorlab.metrics import predict
 from anchorlab.tasks.base import TaskData
 
 
+def probe_rows(data: TaskData, task: CompositeTaskConfig) -> np.ndarray:
+    """The rows of ``data`` that hold the held-out ``task.probe_pair`` (both key types), in order."""
+    pair = data.extra["pair"]
+    return np.nonzero((pair[:, 0] == task.probe_pair[0]) & (pair[:, 1] == task.probe_pair[1]))[0]
+
+
 def probe_predictions(model: nn.Module, data: TaskData, task: CompositeTaskConfig,
                       autocast_dtype: torch.dtype | None = None,
                       batch_size: int = 8192) -> tuple[np.ndarray, np.ndarray]:
-    """(key, prediction) of every input of the held-out ``task.probe_pair`` (both key types)."""
-    pair, key = data.extra["pair"], data.extra["key"]
-    rows = np.nonzero((pair[:, 0] == task.probe_pair[0]) & (pair[:, 1] == task.probe_pair[1]))[0]
+    """(key, prediction) of every input of the held-out ``task.probe_pair`` (both key types; the rows of
+    :func:`probe_rows`)."""
+    rows = probe_rows(data, task)
     pred, _ = predict(model, torch.from_numpy(data.inputs[rows]), torch.from_numpy(data.targets[rows]),
                       batch_size, autocast_dtype)
-    return key[rows], pred
+    return data.extra["key"][rows], pred
 
 
 def shift_name(shift: int) -> str:
@@ -41,13 +47,21 @@ def key_answers(keys: np.ndarray, pred: np.ndarray, inferential: int, symmetric:
     """Per key value (ascending): ``n`` inputs, the shares answered ``inferential`` (x + that shift),
     ``symmetric`` (x + that shift) and ``other``, and the most frequent other answer (``top_other``, e.g.
     "x−7", with its share ``top_other_share``; "" and 0 where every answer is one of the two)."""
+    return answer_shares(keys, pred - keys, inferential, symmetric, "key")
+
+
+def answer_shares(groups: np.ndarray, shifts: np.ndarray, inferential: int, symmetric: int,
+                  name: str) -> list[dict[str, Any]]:
+    """:func:`key_answers` over any grouping of the inputs (e.g. the key's position): per value of ``groups``
+    (ascending, under ``name``), the shares of the answers ``shifts`` (prediction − key) that are
+    ``inferential``, ``symmetric`` and other, and the most frequent other answer."""
     out = []
-    for x in np.unique(keys):
-        shifts = pred[keys == x] - x
-        n = len(shifts)
-        inf, sym = float(np.mean(shifts == inferential)), float(np.mean(shifts == symmetric))
-        others = Counter(s for s in shifts.tolist() if s not in (inferential, symmetric))
+    for g in np.unique(groups):
+        s = shifts[groups == g]
+        n = len(s)
+        inf, sym = float(np.mean(s == inferential)), float(np.mean(s == symmetric))
+        others = Counter(v for v in s.tolist() if v not in (inferential, symmetric))
         top, count = others.most_common(1)[0] if others else (None, 0)
-        out.append({"key": int(x), "n": n, "inferential": inf, "symmetric": sym, "other": 1.0 - inf - sym,
+        out.append({name: int(g), "n": n, "inferential": inf, "symmetric": sym, "other": 1.0 - inf - sym,
                     "top_other": "" if top is None else shift_name(int(top)), "top_other_share": count / n})
     return out

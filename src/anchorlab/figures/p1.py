@@ -358,14 +358,16 @@ def p1_fig13(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_s
 @figure("p1-keys", "runs", "P1 held-out pair key by key: the shares of (4,3) inputs answered inferentially, "
         "symmetrically or otherwise for each key x, one panel per run")
 def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_steps: RunSteps = None,
-            composed: float = 0.9) -> Path:
+            composed: float = 0.9, by: str = "key") -> Path:
     """Not a figure of P1: its inferential accuracy (§4) resolved over the key of each input, at the last kept
     checkpoint (or ``--step`` / RUN_DIR@STEP), evaluated in the run's precision. A fitted run tends to compose
     all of a key's inputs or none, so the pooled accuracy counts composed keys; each panel's title gives how many
-    keys reach ``composed``. CSV: one row per run and key (shares, the most frequent other answer)."""
+    keys reach ``composed``. ``by="key_pos"``: resolved over the key's position instead (the anchors follow the
+    key, so at the last key position the second anchor is the token that answers). CSV: one row per run and key
+    (or key position): shares, the most frequent other answer."""
     import torch
 
-    from anchorlab.analysis.answers import key_answers, probe_predictions
+    from anchorlab.analysis.answers import answer_shares, probe_predictions, probe_rows
     from anchorlab.figures.logged import probe_columns
     from anchorlab.plotting.figures import plot_key_answers
     from anchorlab.tasks import make_task_data
@@ -373,20 +375,25 @@ def p1_keys(run_dirs: Sequence[Path], out: str | Path, step: Step = None, run_st
 
     if not 0 < composed <= 1:
         raise ConfigError(f"figure p1-keys: option composed: a share in (0, 1], got {composed!r}")
+    if by not in ("key", "key_pos"):
+        raise ConfigError(f"figure p1-keys: option by: 'key' or 'key_pos', got {by!r}")
     panels, rows = [], []
     for d, model, cfg, at in _load_runs("p1-keys", run_dirs, step, run_steps):
         t = cfg.task
         a1, a2 = t.probe_pair
         inf, sym = inferential_shift(t, a1, a2), symmetric_shift(t, a1, a2)
         amp = torch.bfloat16 if cfg.train.precision == "bf16" else None
-        keys, pred = probe_predictions(model, make_task_data(t, cfg.seeds.data_seed), t, amp)
-        per_key = key_answers(keys, pred, inf, sym)
+        data = make_task_data(t, cfg.seeds.data_seed)
+        keys, pred = probe_predictions(model, data, t, amp)
+        groups = keys if by == "key" else data.extra["key_pos"][probe_rows(data, t)]
+        per_key = answer_shares(groups, pred - keys, inf, sym, by)
         n_ok = sum(r["inferential"] >= composed for r in per_key)
         c = probe_columns(cfg)
         names = {"pair": c["pair"], "inferential": c["inferential_answer"], "symmetric": c["symmetric_answer"]}
+        what = "keys" if by == "key" else "key positions"
         title = (f"{_label(cfg, d, at)}: inferential {float(np.mean(pred - keys == inf)):.3f}, symmetric "
-                 f"{float(np.mean(pred - keys == sym)):.3f}; {n_ok} of {len(per_key)} keys composed (≥ {composed:g})")
-        panels.append({**names, "title": title, "rows": per_key})
+                 f"{float(np.mean(pred - keys == sym)):.3f}; {n_ok} of {len(per_key)} {what} composed (≥ {composed:g})")
+        panels.append({**names, "title": title, "rows": per_key, "field": by})
         rows += [{"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed,
                   "pair": names["pair"], **r} for r in per_key]
     fig = plot_key_answers(panels)

@@ -430,7 +430,8 @@ def plot_key_answers(panels: Sequence[dict[str, Any]], pair: str = "(4,3)", infe
 
     Each panel: ``{"title": ..., "rows": key_answers(...) rows}``, optionally with its own ``pair``,
     ``inferential`` and ``symmetric`` (runs of other tasks); a panel whose legend differs from the one above
-    gets a legend of its own."""
+    gets a legend of its own. ``"field": "key_pos"`` (rows of ``answer_shares(..., "key_pos")``): a bar per key
+    position instead of per key."""
     import numpy as np
 
     with style():
@@ -442,7 +443,8 @@ def plot_key_answers(panels: Sequence[dict[str, Any]], pair: str = "(4,3)", infe
             names = (panel.get("pair", pair), panel.get("inferential", inferential),
                      panel.get("symmetric", symmetric))
             pair_n, inf_name, sym_name = names
-            x = np.array([r["key"] for r in rows])
+            field = panel.get("field", "key")
+            x = np.array([r[field] for r in rows])
             inf = np.array([r["inferential"] for r in rows])
             sym = np.array([r["symmetric"] for r in rows])
             other = np.clip(1.0 - inf - sym, 0.0, 1.0)
@@ -451,7 +453,7 @@ def plot_key_answers(panels: Sequence[dict[str, Any]], pair: str = "(4,3)", infe
             ax.bar(x, other, width=0.85, bottom=inf + sym, color="#cccccc", label="another answer")
             for r in rows:
                 if r["top_other_share"] >= 0.2:
-                    ax.text(r["key"], 1.02, r["top_other"], rotation=90, ha="center", va="bottom", fontsize=6)
+                    ax.text(r[field], 1.02, r["top_other"], rotation=90, ha="center", va="bottom", fontsize=6)
             ax.set_ylim(0, 1.25)
             ax.set_yticks([0, 0.5, 1])
             ax.set_xlim(x.min() - 1, x.max() + 1)
@@ -461,7 +463,9 @@ def plot_key_answers(panels: Sequence[dict[str, Any]], pair: str = "(4,3)", infe
             if names != shown:
                 ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.18), ncol=3, fontsize=8)
                 shown = names
-        axes[-1, 0].set_xlabel("key x of the input")
+        axes[-1, 0].set_xlabel("key x of the input" if panels[-1].get("field", "key") == "key" else
+                               "position of the key (the anchors follow it; at the last one the second anchor "
+                               "is the answering token)")
         fig.tight_layout()
     return fig
 
