@@ -413,6 +413,15 @@ def _probe_inputs(name: str, cfg: RunConfig, contexts: Any, key_pos: Any) -> tup
     return contexts, None if key_pos == -1 else key_pos
 
 
+def _positions(ps: Sequence[int]) -> str:
+    """0-5 for [0, 1, 2, 3, 4, 5]; 2, 6 for [2, 6]; none for []."""
+    if not ps:
+        return "none"
+    if list(ps) == list(range(ps[0], ps[-1] + 1)) and len(ps) > 2:
+        return f"{ps[0]}-{ps[-1]}"
+    return ", ".join(map(str, ps))
+
+
 def _inputs_text(contexts: int, key_pos: int | None) -> str:
     """How a probe figure's inputs were made, for its titles."""
     at = "" if key_pos is None else f", key at position {key_pos}"
@@ -493,7 +502,10 @@ def p1_patching(run_dirs: Sequence[Path], out: str | Path, step: Step = None, ru
                                   "key_pos or use by=position")
             n = n or 4
             r = order_patching_by_role(model, cfg.task, contexts=n)
-            columns, inputs = r["roles"], f"every key position, {n} drawn noise contexts a key at each"
+            apart = [x["key_pos"] for x in r["by_key_pos"] if not np.isnan(x["effect"]).all()]
+            columns = r["roles"]
+            inputs = (f"every key position, {n} drawn noise contexts a key at each; the two orders' margins differ "
+                      f"at key position{'s' if len(apart) != 1 else ''} {_positions(apart)}")
         else:
             r = order_patching(model, cfg.task, key_pos=where, contexts=n)
             columns, inputs = r["tokens"], _inputs_text(n, where)
@@ -501,10 +513,11 @@ def p1_patching(run_dirs: Sequence[Path], out: str | Path, step: Step = None, ru
         names = r["names"]
         gap = ("the same answer: the order does not reach it" if np.isnan(r["effect"]).all()
                else "patched share of the difference in %")
+        sep = "\n" if by == "role" else ", "  # the role's longer text on a line of its own
         panels.append({"margin": r["margin"], "effect": r["effect"], "rows": names, "tokens": columns,
                        "xlabel": "position (its token; x: the key; ·: drawn noise)" if by == "position" else
                        "role of the patched position (its positions and the key positions averaged)",
-                       "title": f"{_label(cfg, d, at)}, {inputs}\nmargin ({a1},{a2}) {r['clean']:+.1f}, reversed "
+                       "title": f"{_label(cfg, d, at)}{sep}{inputs}\nmargin ({a1},{a2}) {r['clean']:+.1f}, reversed "
                                 f"({a2},{a1}) {r['corrupted']:+.1f}: {gap}"})
         base = {"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed,
                 "pair": f"({a1},{a2})", "contexts": n, "by": by, "clean_margin": r["clean"],

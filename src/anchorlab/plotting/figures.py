@@ -434,9 +434,10 @@ def plot_key_answers(panels: Sequence[dict[str, Any]], pair: str = "(4,3)", infe
     position instead of per key."""
     import numpy as np
 
-    with style():
-        fig, axes = plt.subplots(len(panels), 1, figsize=(10.0, 1.9 * len(panels) + 0.6), squeeze=False,
-                                 sharex=True)
+    bars = max(len(p["rows"]) for p in panels)
+    with style():  # 10 inches for P1's 80 keys; narrower for a few bars (the key's 7 positions), legend still fits
+        fig, axes = plt.subplots(len(panels), 1, figsize=(min(10.0, 5.5 + 0.35 * bars), 1.9 * len(panels) + 0.6),
+                                 squeeze=False, sharex=True)
         shown = None
         for ax, panel in zip(axes[:, 0], panels):
             rows = panel["rows"]
@@ -457,6 +458,8 @@ def plot_key_answers(panels: Sequence[dict[str, Any]], pair: str = "(4,3)", infe
             ax.set_ylim(0, 1.25)
             ax.set_yticks([0, 0.5, 1])
             ax.set_xlim(x.min() - 1, x.max() + 1)
+            if field != "key":
+                ax.set_xticks(x)
             ax.set_ylabel("share")
             ax.set_title(panel["title"], fontsize=8.5, loc="left")
             ax.grid(axis="x", visible=False)
