@@ -504,8 +504,8 @@ def p1_patching(run_dirs: Sequence[Path], out: str | Path, step: Step = None, ru
             r = order_patching_by_role(model, cfg.task, contexts=n)
             apart = [x["key_pos"] for x in r["by_key_pos"] if not np.isnan(x["effect"]).all()]
             columns = r["roles"]
-            inputs = (f"every key position, {n} drawn noise contexts a key at each; the two orders' margins differ "
-                      f"at key position{'s' if len(apart) != 1 else ''} {_positions(apart)}")
+            inputs = (f"key positions 0-{cfg.task.seq_len - 3} × {n} drawn noise contexts a key; the two orders "
+                      f"differ at key position{'s' if len(apart) != 1 else ''} {_positions(apart)}")
         else:
             r = order_patching(model, cfg.task, key_pos=where, contexts=n)
             columns, inputs = r["tokens"], _inputs_text(n, where)

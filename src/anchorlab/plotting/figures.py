@@ -434,10 +434,9 @@ def plot_key_answers(panels: Sequence[dict[str, Any]], pair: str = "(4,3)", infe
     position instead of per key."""
     import numpy as np
 
-    bars = max(len(p["rows"]) for p in panels)
-    with style():  # 10 inches for P1's 80 keys; narrower for a few bars (the key's 7 positions), legend still fits
-        fig, axes = plt.subplots(len(panels), 1, figsize=(min(10.0, 5.5 + 0.35 * bars), 1.9 * len(panels) + 0.6),
-                                 squeeze=False, sharex=True)
+    with style():  # 10 inches: P1's 80 keys, and the titles (a run's label and its answers) on one line
+        fig, axes = plt.subplots(len(panels), 1, figsize=(10.0, 1.9 * len(panels) + 0.6), squeeze=False,
+                                 sharex=True)
         shown = None
         for ax, panel in zip(axes[:, 0], panels):
             rows = panel["rows"]

@@ -417,9 +417,10 @@ def plot_order_patching(panels: Sequence[Mapping[str, Any]]) -> Figure:
     def pct(v: float) -> str:
         return f"{100 * v:.0f} %".replace("-0 %", "0 %")
 
-    with style():  # one panel a row: each is a wide strip (sites × positions)
-        fig, axes = plt.subplots(n, 1, figsize=(0.85 * n_cols + 3.2, (0.42 * n_rows + 1.0) * n + 0.3),
-                                 squeeze=False)
+    wide = max(len(str(t)) for p in panels for t in p["tokens"]) > 3  # roles, not tokens: two-line labels
+    with style():  # one panel a row: each is a wide strip (sites × positions, or roles)
+        fig, axes = plt.subplots(n, 1, figsize=((1.3 if wide else 0.85) * n_cols + 3.2,
+                                                (0.42 * n_rows + 1.0) * n + 0.3), squeeze=False)
         for ax, p in zip(axes[:, 0], panels):
             M, E = np.asarray(p["margin"], dtype=np.float64), np.asarray(p["effect"], dtype=np.float64)
             im = ax.imshow(M, cmap=cmap, vmin=-top, vmax=top, aspect="auto", interpolation="nearest")
@@ -430,7 +431,6 @@ def plot_order_patching(panels: Sequence[Mapping[str, Any]]) -> Figure:
                     text = f"{M[i, j]:+.1f}" + ("" if np.isnan(E[i, j]) else f"\n{pct(E[i, j])}")
                     ax.text(j, i, text, ha="center", va="center", fontsize=7)
             labels = [str(t) for t in p["tokens"]]
-            wide = max(map(len, labels)) > 3  # roles: two lines each
             ax.set_xticks(range(M.shape[1]), [textwrap.fill(s, 13) for s in labels] if wide else labels,
                           fontsize=7 if wide else 8)
             ax.set_yticks(range(M.shape[0]), p["rows"], fontsize=8)
