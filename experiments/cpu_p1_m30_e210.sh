@@ -28,6 +28,14 @@ THREADS=${THREADS:-$(( SLOTS >= 2 ? 1 : 2 ))}
 ANCHORLAB=${ANCHORLAB:-.venv/bin/anchorlab}
 ROOT=${ROOT:-runs/p1_levers_cpu}
 export OMP_WAIT_POLICY=PASSIVE
+# The trainers run a copy of src/ taken now (runs/.code/TIME, ahead of the editable install on the path): a module
+# the trainer imports only at its first evaluation (the readouts, the patching) would otherwise come from whatever
+# the working tree holds by then, and an edit made while they train once mixed two versions and stopped both runs
+# (2026-11-29). Copies older than a week are removed.
+CODE=runs/.code/$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$CODE" && cp -r src/anchorlab "$CODE/" && find runs/.code -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} +
+export PYTHONPATH="$PWD/$CODE${PYTHONPATH:+:$PYTHONPATH}"
+echo "$(date -u +%FT%TZ) code: $CODE ($(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- src 2>/dev/null || echo ', with uncommitted changes'))"
 
 train_one() {  # γ seed: resume the run, or start it (from a shorter run of it where this machine has one)
     local gamma=$1 seed=$2 out="$ROOT/lr_m30_g$1_s$2_bf16_e210" src
@@ -50,7 +58,8 @@ train_one() {  # γ seed: resume the run, or start it (from a shorter run of it 
                 --set train.lr_multiplier=30 --set "seed=$seed" --set "train.threads=$THREADS" --out "$out" >> "$log" 2>&1
         fi
     fi
-    echo "$(date -u +%FT%TZ) γ $gamma seed $seed: exit $?"
+    local rc=$?  # before the line below: its $(date) would reset $?
+    echo "$(date -u +%FT%TZ) γ $gamma seed $seed: exit $rc"
 }
 export -f train_one
 export ROOT ANCHORLAB THREADS
