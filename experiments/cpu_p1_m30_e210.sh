@@ -28,13 +28,14 @@ THREADS=${THREADS:-$(( SLOTS >= 2 ? 1 : 2 ))}
 ANCHORLAB=${ANCHORLAB:-.venv/bin/anchorlab}
 ROOT=${ROOT:-runs/p1_levers_cpu}
 export OMP_WAIT_POLICY=PASSIVE
-# The trainers run a copy of src/ taken now (runs/.code/TIME, ahead of the editable install on the path): a module
+# The trainers run a copy of src/ taken now ($ROOT/.code/TIME, ahead of the editable install on the path): a module
 # the trainer imports only at its first evaluation (the readouts, the patching) would otherwise come from whatever
 # the working tree holds by then, and an edit made while they train once mixed two versions and stopped both runs
 # (2026-11-29). Copies older than a week are removed.
-CODE=runs/.code/$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$CODE" && cp -r src/anchorlab "$CODE/" && find runs/.code -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} +
-export PYTHONPATH="$PWD/$CODE${PYTHONPATH:+:$PYTHONPATH}"
+CODE=$ROOT/.code/$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$CODE" && cp -r src/anchorlab "$CODE/" && find "$ROOT/.code" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} +
+case $CODE in /*) ;; *) CODE=$PWD/$CODE ;; esac
+export PYTHONPATH="$CODE${PYTHONPATH:+:$PYTHONPATH}"
 echo "$(date -u +%FT%TZ) code: $CODE ($(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- src 2>/dev/null || echo ', with uncommitted changes'))"
 
 train_one() {  # γ seed: resume the run, or start it (from a shorter run of it where this machine has one)

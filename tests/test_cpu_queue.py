@@ -39,6 +39,9 @@ def test_the_queue_resumes_continues_or_starts_each_run(tmp_path):
             "--set train.checkpoint_every=3 --set train.precision=bf16 --set init.gamma=0.3 "
             f"--set train.lr_multiplier=30 --set seed={seed} --set train.threads=1 --out {out['0.3', seed]}")
     assert done.stdout.count("exit 0") == 6
+    # the trainers import a copy of src/ taken at launch, under the runs' root, first on their path
+    [code] = (tmp_path / ".code").iterdir()
+    assert (code / "anchorlab" / "__init__.py").is_file() and f"code: {code}" in done.stdout
     # one trainer at a time: two threads, unless THREADS says otherwise
     for extra, threads in (({"SLOTS": "1"}, 2), ({"SLOTS": "1", "THREADS": "3"}, 3)):
         (tmp_path / "lr_m30_g1.2_s2_bf16_e210.log").unlink()
