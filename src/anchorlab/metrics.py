@@ -72,10 +72,10 @@ def composite_metrics(data: TaskData, task_cfg: Any, pred: np.ndarray, loss: np.
     m["unseen_deviation"] = _deviation(pred[probe] - inf_ans[probe], most=12)
     xel = probe & ~key_test
     m["unseen_deviation_xel"] = _deviation(pred[xel] - inf_ans[xel])
-    key_pos = data.extra["key_pos"]
+    key_pos = data.extra["key_pos"][probe]
     for name, answer in (("inferential", inf_ans), ("symmetric", sym_ans)):
-        m[f"unseen_{name}_by_key_pos"] = {str(p): _mean(pred[rows] == answer[rows]) for p in np.unique(key_pos)
-                                          if (rows := probe & (key_pos == p)).any()}
+        hit = pred[probe] == answer[probe]
+        m[f"unseen_{name}_by_key_pos"] = {str(p): _mean(hit[key_pos == p]) for p in np.unique(key_pos)}
     m["group_acc"] = {name: _mean(correct[data.group == g]) for g, name in enumerate(data.group_names)}
     return m
 

@@ -166,12 +166,9 @@ class HeldOutProbe(NamedTuple):
 
         pair = self.pair[::-1] if reversed_order else self.pair
         at = DEFAULT_KEY_POS if key_pos is None else key_pos
-        if contexts == 0:
-            template = list(DEFAULT_TEMPLATE)
-            if at != DEFAULT_KEY_POS:  # the template's own noise moves with the key: its three slots are zeros
-                noise = [v for j, v in enumerate(DEFAULT_TEMPLATE) if not DEFAULT_KEY_POS <= j < DEFAULT_KEY_POS + 3]
-                template = noise[:at] + [0, 0, 0] + noise[at:]
-            return probe_tokens(task_cfg, self.keys, pair, template, at)
+        if contexts == 0:  # the template's own noise, in order around the key's three slots (Fig. 3's at key 2)
+            noise = [v for j, v in enumerate(DEFAULT_TEMPLATE) if not DEFAULT_KEY_POS <= j < DEFAULT_KEY_POS + 3]
+            return probe_tokens(task_cfg, self.keys, pair, noise[:at] + [0, 0, 0] + noise[at:], at)
         return probe_contexts(task_cfg, self.keys, pair, at, contexts, seed)
 
     def margin(self, logits: Tensor) -> Tensor:

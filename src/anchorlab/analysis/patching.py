@@ -162,8 +162,8 @@ def order_patching_by_role(model: nn.Module, task_cfg: CompositeTaskConfig, pair
                 e_rows.append(r["effect"][:, cols].mean(-1))
         if m_rows:
             margin[:, i] = np.mean(m_rows, axis=0)
-            with np.errstate(all="ignore"):  # a role seen only at key positions with no gap: NaN, quietly
-                effect[:, i] = np.nanmean(np.stack(e_rows), axis=0) if not np.isnan(e_rows).all() else np.nan
+            e = np.stack(e_rows)  # a key position with no gap is NaN throughout; a role seen only there stays NaN
+            effect[:, i] = np.nan if np.isnan(e).all() else np.nanmean(e, axis=0)
     return {"roles": list(ROLES), "sites": runs[0]["sites"], "names": runs[0]["names"], "margin": margin,
             "effect": effect, "clean": float(np.mean([r["clean"] for r in runs])),
             "corrupted": float(np.mean([r["corrupted"] for r in runs])), "by_key_pos": runs,

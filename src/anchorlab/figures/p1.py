@@ -409,7 +409,7 @@ def _probe_inputs(name: str, cfg: RunConfig, contexts: Any, key_pos: Any) -> tup
                           f"contexts drawn as the task draws them), got {contexts!r}")
     if not isinstance(key_pos, int) or isinstance(key_pos, bool) or not -1 <= key_pos <= last:
         raise ConfigError(f"figure {name}: option key_pos: the key's position, 0 to {last} (-1: the template's, "
-                          f"2), got {key_pos!r}")
+                          f"{DEFAULT_KEY_POS}), got {key_pos!r}")
     return contexts, None if key_pos == -1 else key_pos
 
 
@@ -464,7 +464,7 @@ def p1_attribution(run_dirs: Sequence[Path], out: str | Path, step: Step = None,
         panels.append({"parts": parts, "values": np.stack([r["attrs"][p] for p in parts]), "kinds": kinds,
                        "title": title})
         base = {"run_id": d.name, "step": at, "gamma": cfg.init.gamma, "seed": cfg.seeds.init_seed, "pair": c["pair"],
-                "contexts": n, "key_pos": where if where is not None else 2}
+                "contexts": n, "key_pos": DEFAULT_KEY_POS if where is None else where}
         rows += [{**base, "kind": "attribution", "part": p, "key": int(k), "answer": kind, "value": float(v)}
                  for p in parts for k, kind, v in zip(r["keys"], kinds, r["attrs"][p])]
         rows += [{**base, "kind": "lens", "layer": i, "inferential": float(a), "symmetric": float(b)}
