@@ -39,7 +39,7 @@ from torch import nn
 
 from anchorlab.batched import Hyper, StackedParams, train_step
 from anchorlab.config import RunConfig, load_config
-from anchorlab.cpu import keep_freed_memory, setup_cpu
+from anchorlab.cpu import keep_freed_memory, native_bf16, setup_cpu
 from anchorlab.cuda_graph import GraphedStep
 from anchorlab.models import build_model
 from anchorlab.tasks import make_task_data
@@ -345,7 +345,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     "torch": torch.__version__, "device": str(device), "threads": args.threads,
                     "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
                     "load_avg": os.getloadavg() if hasattr(os, "getloadavg") else None,
-                    "malloc": "keep" if keep_freed_memory() else "system"},
+                    "malloc": "keep" if keep_freed_memory() else "system",
+                    "bf16": None if device.type == "cuda" else "native" if native_bf16() else "emulated"},
         "config": args.config, "overrides": args.set, "batch_size": B, "seq_len": P, "d_vocab": V,
         "steps": steps, "quick": args.quick, "k": args.k, "processes": args.processes, "repeats": repeats,
         "matmul_peak_flops": peak, "flops_per_seq": flops,
@@ -371,7 +372,8 @@ def counted_hf_flops(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> floa
 
 def print_table(result: dict[str, Any]) -> None:
     peak, fl = result["matmul_peak_flops"], result["flops_per_seq"]
-    print(f"\nmatmul peak: fp32 {peak['fp32'] / 1e9:.1f} GFLOP/s, bf16 {peak['bf16'] / 1e9:.1f} GFLOP/s")
+    bf16 = {"emulated": " (this CPU has no bf16 kernels: a scalar fallback)"}.get(result["machine"].get("bf16"), "")
+    print(f"\nmatmul peak: fp32 {peak['fp32'] / 1e9:.1f} GFLOP/s, bf16 {peak['bf16'] / 1e9:.1f} GFLOP/s{bf16}")
     print(f"FLOPs per training sequence: pruned {fl['train_pruned'] / 1e6:.2f} M, unpruned "
           f"{fl['train_unpruned'] / 1e6:.2f} M (analytic 3x fwd: {fl['analytic_3x_fwd_pruned'] / 1e6:.2f} / "
           f"{fl['analytic_3x_fwd_unpruned'] / 1e6:.2f} M)")

@@ -20,7 +20,7 @@
 # `anchorlab status runs/p1_levers_cpu` shows where each run stands (epochs, last evaluation, time left).
 # Each run's progress bar goes to runs/p1_levers_cpu/NAME.log. Set SLOTS, THREADS (intra-op threads per trainer;
 # default 2 / SLOTS, at least 1: every session passes it, since a run started elsewhere may have stored another),
-# ANCHORLAB (default .venv/bin/anchorlab).
+# ANCHORLAB (default .venv/bin/anchorlab), PYTHON (default: the one beside it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SLOTS=${SLOTS:-2}
@@ -28,6 +28,15 @@ THREADS=${THREADS:-$(( SLOTS >= 2 ? 1 : 2 ))}
 ANCHORLAB=${ANCHORLAB:-.venv/bin/anchorlab}
 ROOT=${ROOT:-runs/p1_levers_cpu}
 export OMP_WAIT_POLICY=PASSIVE
+# bf16 runs are ~20x slower than fp32 on a CPU without bf16 kernels (no AVX-512 / AMX: anchorlab.cpu.native_bf16;
+# the machine of 2026-11-29 was one): a run would take months there, and fp32 would not continue the bf16 records.
+PYTHON=${PYTHON:-$(dirname "$ANCHORLAB")/python}
+if [ "${ALLOW_EMULATED_BF16:-0}" != 1 ] && ! "$PYTHON" -c \
+        "import sys; from anchorlab.cpu import native_bf16; sys.exit(0 if native_bf16() else 1)"; then
+    echo "cpu_p1_m30_e210.sh: this CPU has no bf16 kernels (oneDNN needs AVX-512 or AMX): its bf16 runs would be" \
+         "~20x slower than on the CPUs that trained them; not started (ALLOW_EMULATED_BF16=1 starts them anyway)" >&2
+    exit 2
+fi
 # The trainers run a copy of src/ taken now ($ROOT/.code/TIME, ahead of the editable install on the path): a module
 # the trainer imports only at its first evaluation (the readouts, the patching) would otherwise come from whatever
 # the working tree holds by then, and an edit made while they train once mixed two versions and stopped both runs

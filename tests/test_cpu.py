@@ -129,3 +129,40 @@ def test_the_environment_names_the_code(monkeypatch):
     monkeypatch.setattr(provenance.subprocess, "run", another_repository)
     assert provenance.git_commit() == "unknown" and provenance.code_version() == anchorlab.__version__
     provenance.git_commit.cache_clear()
+
+
+def test_bf16_without_kernels_is_one_warning_line_once_per_process(monkeypatch, capsys):
+    import torch
+
+    monkeypatch.setattr(cpu, "_warned_precision", False)
+    monkeypatch.setattr(cpu, "native_bf16", lambda: True)
+    assert not cpu.warn_precision("bf16", torch.device("cpu"))  # kernels present: silent
+    monkeypatch.setattr(cpu, "native_bf16", lambda: False)
+    assert not cpu.warn_precision("fp32", torch.device("cpu"))  # fp32 needs none
+    assert not cpu.warn_precision("bf16", torch.device("cuda"))  # a GPU's bf16 is its own
+    assert capsys.readouterr().err == ""
+    assert cpu.warn_precision("bf16", torch.device("cpu"))
+    assert not cpu.warn_precision("bf16", torch.device("cpu"))  # once per process (a sweep's worker runs many)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "train.precision 'bf16'" in err[0] and "'fp32'" in err[0]
+
+
+def test_native_bf16_agrees_with_the_instruction_sets():
+    import torch
+
+    # oneDNN's bf16 path needs at least AVX-512 on x86; a CPU with AVX-512 BF16 or AMX always has it
+    if torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported():
+        assert cpu.native_bf16()
+    if platform.machine() in ("x86_64", "AMD64") and not torch.cpu._is_avx512_supported():
+        assert not cpu.native_bf16()
+
+
+def test_a_bf16_run_on_a_cpu_without_kernels_warns_and_records_it(monkeypatch, capsys, tmp_path, tiny):
+    from anchorlab import rundir
+    from anchorlab.train import train
+
+    monkeypatch.setattr(cpu, "_warned_precision", False)
+    monkeypatch.setattr(cpu, "native_bf16", lambda: False)
+    train(tiny.replace(**{"train.precision": "bf16", "train.epochs": 1}), tmp_path / "r", show_progress=False)
+    assert "train.precision 'bf16' on a CPU without bf16 kernels" in capsys.readouterr().err
+    assert rundir.read_json(tmp_path / "r" / rundir.SUMMARY)["environment"]["bf16"] == "emulated"

@@ -19,7 +19,7 @@ def test_the_queue_resumes_continues_or_starts_each_run(tmp_path):
     for name in ("lr_m30_g1.2_s2_bf16_e210", "lr_m30_g1.2_s1_bf16_e39", "lr_m30_g1.2_s3_bf16"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.json").write_text("{}")
-    env = {"PATH": "/usr/bin:/bin", "ROOT": str(tmp_path), "ANCHORLAB": "echo", "SLOTS": "2"}
+    env = {"PATH": "/usr/bin:/bin", "ROOT": str(tmp_path), "ANCHORLAB": "echo", "SLOTS": "2", "PYTHON": "true"}
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
 
@@ -78,3 +78,17 @@ def test_the_sync_keeps_longer_committed_records(tmp_path):
         assert (f"export runs/p1_levers_cpu/lr_m30_{run}_bf16_e210 --out docs/p1_levers/cpu_bf16 "
                 f"--name lr_m30_{run}_e210") in lines
     assert not any("g1.2_s2" in line and line.startswith("export") for line in lines)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_the_queue_does_not_start_bf16_runs_on_a_cpu_without_bf16_kernels(tmp_path):
+    """Where anchorlab.cpu.native_bf16 says no (here: a PYTHON that answers no), one line, exit 2, nothing
+    written; ALLOW_EMULATED_BF16=1 starts them anyway."""
+    env = {"PATH": "/usr/bin:/bin", "ROOT": str(tmp_path / "runs"), "ANCHORLAB": "echo", "PYTHON": "false"}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "no bf16 kernels" in done.stderr and "ALLOW_EMULATED_BF16=1" in done.stderr
+    assert not (tmp_path / "runs").exists()
+    done = subprocess.run(["bash", str(SCRIPT)], env={**env, "ALLOW_EMULATED_BF16": "1", "SLOTS": "2"},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.count("exit 0") == 6

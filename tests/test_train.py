@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from anchorlab import rundir
+from anchorlab import cpu, rundir
 from anchorlab.config import ConfigError
 from anchorlab.train import train
 from tests.conftest import tiny_config
@@ -75,6 +75,7 @@ def test_resume_gives_the_uninterrupted_result(tmp_path, monkeypatch):
     env = rundir.read_json(tmp_path / "full" / rundir.SUMMARY)["environment"]
     assert env["device"] == "cpu" and env["torch"] == torch.__version__ and env["threads"] == torch.get_num_threads()
     assert env["device_name"] and env["denormals"] in ("flushed", "kept") and env["anchorlab"]
+    assert env["bf16"] == ("native" if cpu.native_bf16() else "emulated")
 
 
 def test_existing_dir_with_other_config_is_refused(tmp_path, tiny):

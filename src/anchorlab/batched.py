@@ -46,7 +46,7 @@ from torch.func import functional_call, vmap
 from anchorlab import rundir, tracking
 from anchorlab.config import ConfigError, RunConfig
 from anchorlab.config_tools import reference_for
-from anchorlab.cpu import check_device, run_environment, training_device
+from anchorlab.cpu import check_device, run_environment, training_device, warn_precision
 from anchorlab.cuda_graph import GraphedStep
 from anchorlab.metrics import HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
@@ -337,6 +337,7 @@ def _train_group(cfgs: list[RunConfig], dirs: list[Path], datas: list[TaskData],
     scratch = build_model(cfgs[0].model, data.vocab_size).to(device)
     s = StackedParams(scratch, [build_initialized_model(c, data.vocab_size) for c in cfgs], device)
     amp = torch.bfloat16 if tc0.precision == "bf16" else None
+    warn_precision(tc0.precision, device)
     hyper = Hyper.of(cfgs, device)
 
     start_epoch = _resume_epoch(dirs[0])

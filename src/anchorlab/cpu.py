@@ -21,6 +21,13 @@ yourself), as XLA does on the CPU by default: a subnormal operand or result is r
 values far below any weight, activation or loss a run carries, a change of the size of float rounding; each
 run's ``summary.json`` records the setting (``environment.denormals``; a summary without it comes from a run
 that kept them). ``ANCHORLAB_DENORMALS=keep`` keeps IEEE subnormals.
+
+bf16 autocast (``train.precision = "bf16"``) is fast on a CPU only where oneDNN has bf16 kernels for it (x86 with
+AVX-512 or AMX, Arm with BF16). Elsewhere torch multiplies bf16 matrices in a scalar fallback: on a 2-core AMD
+EPYC VM with AVX2 only (2026-11-29), 0.9 GFLOP/s against 99 in fp32, and the paper-config P1 step 55 seq/s
+against 1,277 (``python -m benchmarks.throughput --config configs/p1/cbook.toml --threads 2 --quick --rows c``).
+:func:`warn_precision` says so in one line when such a run starts, and each run's ``summary.json`` records it
+(``environment.bf16``: "native" or "emulated").
 """
 
 from __future__ import annotations
@@ -87,6 +94,31 @@ def flush_denormals() -> bool:
     return bool(torch.set_flush_denormal(flush)) and flush
 
 
+def native_bf16() -> bool:
+    """Whether oneDNN has bf16 matmul kernels for this CPU (module docstring); without them bf16 autocast is
+    ~20× slower than fp32."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch built without oneDNN: the instruction sets it would use
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+
+
+_warned_precision = False
+
+
+def warn_precision(precision: str, device: torch.device, field: str = "train.precision") -> bool:
+    """One line on stderr (once per process) when a run computes in bf16 on a CPU without bf16 kernels
+    (:func:`native_bf16`); returns whether it warned. The run goes on: its numbers are right, only slow."""
+    global _warned_precision
+    if precision != "bf16" or device.type != "cpu" or native_bf16() or _warned_precision:
+        return False
+    _warned_precision = True
+    print(f"anchorlab: warning: {field} 'bf16' on a CPU without bf16 kernels ({torch.backends.cpu.get_cpu_capability()}"
+          f"; oneDNN needs AVX-512 or AMX): matmuls run in a scalar fallback, ~20x slower than 'fp32' here "
+          "(docs/performance.md)", file=sys.stderr, flush=True)
+    return True
+
+
 def setup_cpu(threads: int) -> None:
     """``threads`` intra-op threads (0 = every core), :func:`keep_freed_memory` and :func:`flush_denormals`."""
     torch.set_num_threads(threads or os.cpu_count() or 1)
@@ -123,10 +155,10 @@ def training_device(name: str, threads: int) -> torch.device:
 
 def run_environment(device: torch.device) -> dict[str, str | int]:
     """Where a run trained, for its ``summary.json``: the code (:func:`anchorlab.provenance.code_version`),
-    device type and name, torch version, and on the CPU the intra-op threads and whether subnormals were
-    flushed (``denormals``: "flushed" or "kept"). Runs of one config on different devices differ in float
-    summation order (and so in their trajectories: docs/p1_both_sides.md), so the record says which produced
-    the numbers."""
+    device type and name, torch version, and on the CPU the intra-op threads, whether subnormals were
+    flushed (``denormals``: "flushed" or "kept") and whether bf16 had kernels (``bf16``: "native" or
+    "emulated"). Runs of one config on different devices differ in float summation order (and so in their
+    trajectories: docs/p1_both_sides.md), so the record says which produced the numbers."""
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
     else:
@@ -137,4 +169,5 @@ def run_environment(device: torch.device) -> dict[str, str | int]:
         env["threads"] = torch.get_num_threads()
         flushed = torch.tensor(1e-40, dtype=torch.float32).mul(1.0).item() == 0  # a subnormal read as 0
         env["denormals"] = "flushed" if flushed else "kept"
+        env["bf16"] = "native" if native_bf16() else "emulated"
     return env

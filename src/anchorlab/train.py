@@ -14,7 +14,7 @@ from torch import nn
 from anchorlab import kinds, rundir, tracking
 from anchorlab.config import ConfigError, RunConfig, TrainConfig
 from anchorlab.config_tools import reference_for
-from anchorlab.cpu import check_device, run_environment, training_device
+from anchorlab.cpu import check_device, run_environment, training_device, warn_precision
 from anchorlab.init import apply_init, count_parameters, init_std
 from anchorlab.metrics import BEST_ALSO, HEADLINE, evaluate, progress_postfix
 from anchorlab.models import build_model
@@ -138,6 +138,7 @@ def _train_open(cfg: RunConfig, run_dir: Path, status: str, order: Callable[[int
     model = build_initialized_model(cfg, data.vocab_size).to(device)
     opt = make_optimizer(model, tc, device)
     amp = torch.bfloat16 if tc.precision == "bf16" else None
+    warn_precision(tc.precision, device)
     extra = weight_metrics if weight_metrics is not None else default_weight_metrics(cfg)
 
     def eval_record(step: int, epoch: int, train_loss: float | None) -> dict[str, Any]:
