@@ -106,16 +106,16 @@ def native_bf16() -> bool:
 _warned_precision = False
 
 
-def warn_precision(precision: str, device: torch.device, field: str = "train.precision") -> bool:
+def warn_precision(precision: str, device: torch.device) -> bool:
     """One line on stderr (once per process) when a run computes in bf16 on a CPU without bf16 kernels
     (:func:`native_bf16`); returns whether it warned. The run goes on: its numbers are right, only slow."""
     global _warned_precision
     if precision != "bf16" or device.type != "cpu" or native_bf16() or _warned_precision:
         return False
     _warned_precision = True
-    print(f"anchorlab: warning: {field} 'bf16' on a CPU without bf16 kernels ({torch.backends.cpu.get_cpu_capability()}"
-          f"; oneDNN needs AVX-512 or AMX): matmuls run in a scalar fallback, ~20x slower than 'fp32' here "
-          "(docs/performance.md)", file=sys.stderr, flush=True)
+    print("anchorlab: warning: train.precision 'bf16' on a CPU without bf16 kernels "
+          f"({torch.backends.cpu.get_cpu_capability()}; oneDNN needs AVX-512 or AMX): matmuls run in a scalar "
+          "fallback, ~20x slower than 'fp32' here (docs/performance.md)", file=sys.stderr, flush=True)
     return True
 
 
